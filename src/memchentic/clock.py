@@ -1,0 +1,56 @@
+"""Time helpers: every timestamp is an aware UTC datetime, stored as ISO 8601 text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from .errors import ValidationError
+
+SECONDS_PER_DAY = 86400.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime | str | None, field: str = "time") -> datetime | None:
+    """Parse or normalise a datetime to aware UTC; naive values are taken as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValidationError(field, "must be an ISO 8601 date or time") from exc
+    if not isinstance(value, datetime):
+        raise ValidationError(field, "must be a datetime or an ISO 8601 string")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def to_text(value: datetime | None) -> str | None:
+    """Fixed-width text that sorts in time order (microseconds, UTC, 'Z'-free)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def from_text(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(value)
+
+
+def age_days(now: datetime, then: datetime | None) -> float:
+    """Days from ``then`` to ``now``; never negative (future times count as age 0)."""
+    if then is None:
+        return 0.0
+    return max(0.0, (now - then).total_seconds() / SECONDS_PER_DAY)
+
+
+def days(n: float) -> timedelta:
+    return timedelta(days=n)

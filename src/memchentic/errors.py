@@ -1,0 +1,88 @@
+"""The exception tree of memchentic.
+
+::
+
+    MemchenticError                  root; ``str()`` is a message fit for a user
+    ├── ValidationError              bad input: carries ``field`` and ``rule``
+    │   └── NamespaceError           malformed or unknown namespace
+    ├── NotFoundError                no such memory (or one the caller cannot see)
+    ├── StoreError                   the store cannot be opened or used
+    │   ├── NotAStoreError           the file is not a memchentic store
+    │   └── EmbedderMismatchError    the store was built with another embedder
+    └── EmbedderError                the embedder failed or is unavailable
+
+Nothing here shadows a builtin (no ``MemoryError``).
+"""
+
+from __future__ import annotations
+
+
+class MemchenticError(Exception):
+    """Root of every error memchentic raises on purpose."""
+
+    #: A stable machine-readable code, also used by the HTTP API.
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class ValidationError(MemchenticError, ValueError):
+    """Input that breaks a rule; names the field and the rule."""
+
+    code = "invalid"
+
+    def __init__(self, field: str, rule: str, message: str | None = None) -> None:
+        self.field = field
+        self.rule = rule
+        super().__init__(message or f"{field}: {rule}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {**super().to_dict(), "field": self.field, "rule": self.rule}
+
+
+class NamespaceError(ValidationError):
+    """A namespace that is malformed, unknown, or not allowed here."""
+
+    code = "invalid_namespace"
+
+
+class NotFoundError(MemchenticError, KeyError):
+    """No memory with that id, or one the caller may not see (same answer)."""
+
+    code = "not_found"
+
+    def __init__(self, memory_id: str) -> None:
+        self.memory_id = memory_id
+        super().__init__(f"memory not found: {memory_id}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class StoreError(MemchenticError):
+    """The store cannot be opened or used."""
+
+    code = "store_error"
+
+
+class NotAStoreError(StoreError):
+    """The file exists but is not a memchentic store."""
+
+    code = "not_a_store"
+
+
+class EmbedderMismatchError(StoreError):
+    """The store was built with another embedding model or dimension."""
+
+    code = "embedder_mismatch"
+
+
+class EmbedderError(MemchenticError):
+    """The embedder is unavailable or answered badly."""
+
+    code = "embedder_error"

@@ -1,0 +1,1 @@
+"""Graph: entities named by memories, and (later) following edges."""

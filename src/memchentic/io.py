@@ -1,0 +1,223 @@
+"""Export and import as JSON Lines: lossless (records, vectors, edges, versions and
+timestamps), one object per line, a header first.
+
+    {"kind": "header", "format": "memchentic", "version": 1, "embedder": "model:dim"}
+    {"kind": "memory", "record": {...}, "vector": "<base64 float32>"}
+    {"kind": "edge", "edge": {...}}
+    {"kind": "version", "version": {...}}
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import validation as check
+from .access import parse_namespace
+from .clock import as_utc, to_text, utcnow
+from .errors import MemchenticError, ValidationError
+from .record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
+from .store.base import MemoryFilter
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+FORMAT = "memchentic"
+FORMAT_VERSION = 1
+_RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
+_TIME_FIELDS = ("created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+                "last_recalled_at")  # fmt: skip
+
+
+@dataclass
+class ImportReport:
+    memories: int = 0
+    edges: int = 0
+    versions: int = 0
+    skipped: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memories": self.memories,
+            "edges": self.edges,
+            "versions": self.versions,
+            "skipped": self.skipped,
+            "errors": [{"line": n, "error": e} for n, e in self.errors],
+        }
+
+
+def _lines(mem: Memory, *, vectors: bool) -> Iterator[dict[str, Any]]:
+    store = mem.store
+    flt = MemoryFilter(
+        namespaces=mem.access.readable(mem.principal, None),
+        include_expired=True,
+        include_superseded=True,
+    )
+    yield {
+        "kind": "header",
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "embedder": mem.embedder.identity,
+        "exported_at": to_text(utcnow()),
+    }
+    ids: set[str] = set()
+    for record in store.iter_memories(flt):
+        ids.add(record.id)
+        line: dict[str, Any] = {"kind": "memory", "record": record.to_dict()}
+        if vectors:
+            vec = store.vectors([record.id]).get(record.id)
+            if vec is not None:
+                line["vector"] = base64.b64encode(vec.astype(np.float32).tobytes()).decode()
+        yield line
+    for edge in store.iter_edges():
+        if edge.source in ids and edge.target in ids:
+            yield {"kind": "edge", "edge": edge.to_dict()}
+    for version in store.iter_versions():
+        if version.memory_id in ids:
+            yield {"kind": "version", "version": version.to_dict()}
+
+
+def export_jsonl(mem: Memory, target: str | Path | IO[str], *, vectors: bool = True) -> int:
+    """Write every memory the caller can read; returns the number of lines written."""
+    if isinstance(target, str | Path):
+        with open(target, "w", encoding="utf-8") as handle:
+            return export_jsonl(mem, handle, vectors=vectors)
+    count = 0
+    for line in _lines(mem, vectors=vectors):
+        target.write(json.dumps(line, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def _parse_record(data: Any, mem: Memory) -> MemoryRecord:
+    if not isinstance(data, dict):
+        raise ValidationError("record", "must be an object")
+    unknown = set(data) - _RECORD_FIELDS
+    if unknown:
+        raise ValidationError("record", f"unknown fields: {', '.join(sorted(unknown))}")
+    values = dict(data)
+    for name in _TIME_FIELDS:
+        values[name] = as_utc(values.get(name), name)
+    if not isinstance(values.get("id"), str) or not values["id"]:
+        raise ValidationError("id", "must be a non-empty string")
+    values["namespace"] = str(parse_namespace(values.get("namespace", "")))
+    values["content"] = check.content(values.get("content"), mem.settings)
+    values["type"] = normalise_type(values.get("type"))
+    values["kind"] = check.kind(values.get("kind", "entry"))
+    values["tags"] = check.tags(values.get("tags"), mem.settings)
+    values["metadata"] = check.metadata(values.get("metadata"), mem.settings)
+    for name in ("confidence", "importance"):
+        values[name] = check.unit_interval(values.get(name, 1.0), name)
+    if values.get("created_at") is None:
+        raise ValidationError("created_at", "is required")
+    values.setdefault("updated_at", values["created_at"])
+    return MemoryRecord(**values)
+
+
+def _parse_vector(text: Any, dimension: int) -> np.ndarray | None:
+    if text is None:
+        return None
+    try:
+        vec = np.frombuffer(base64.b64decode(text, validate=True), dtype=np.float32)
+    except (ValueError, TypeError) as exc:
+        raise ValidationError("vector", "must be base64 float32 bytes") from exc
+    if vec.size != dimension or not np.all(np.isfinite(vec)):
+        return None  # another embedder: re-embed instead
+    return vec
+
+
+def _parse_line(number: int, text: str, mem: Memory) -> tuple[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError("line", f"not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict) or "kind" not in data:
+        raise ValidationError("kind", "each line must be an object with a 'kind'")
+    kind = data["kind"]
+    if kind == "header":
+        if data.get("format") != FORMAT:
+            raise ValidationError("format", f"must be {FORMAT!r}")
+        return kind, None
+    if kind == "memory":
+        record = _parse_record(data.get("record"), mem)
+        return kind, (record, _parse_vector(data.get("vector"), mem.embedder.dimension))
+    if kind == "edge":
+        e = data.get("edge") or {}
+        if e.get("kind") not in EDGE_KINDS:
+            raise ValidationError("edge.kind", f"must be one of {', '.join(EDGE_KINDS)}")
+        created = as_utc(e.get("created_at"), "edge.created_at") or utcnow()
+        strength = check.unit_interval(e.get("strength", 1.0), "edge.strength")
+        return kind, Edge(str(e["id"]), str(e["source"]), str(e["target"]), e["kind"],
+                          strength, created, dict(e.get("metadata") or {}))  # fmt: skip
+    if kind == "version":
+        v = data.get("version") or {}
+        at = as_utc(v.get("at"), "version.at") or utcnow()
+        return kind, Version(str(v["memory_id"]), int(v["version"]), str(v["op"]),
+                             str(v.get("actor", "import")), at, dict(v.get("changes") or {}),
+                             v.get("snapshot"))  # fmt: skip
+    raise ValidationError("kind", "must be header, memory, edge or version")
+
+
+def import_jsonl(
+    mem: Memory, source: str | Path | IO[str], *, strict: bool = False
+) -> ImportReport:
+    """Import an export. Bad lines are reported with their numbers and skipped; with
+    ``strict=True`` any bad line refuses the whole file and nothing is written.
+    Memories whose id already exists are skipped (counted in ``skipped``)."""
+    if isinstance(source, str | Path):
+        with open(source, encoding="utf-8") as handle:
+            return import_jsonl(mem, handle, strict=strict)
+    report = ImportReport()
+    parsed: list[tuple[str, Any]] = []
+    for number, text in enumerate(source, start=1):
+        if not text.strip():
+            continue
+        try:
+            parsed.append(_parse_line(number, text, mem))
+        except (MemchenticError, KeyError, TypeError, ValueError) as exc:
+            report.errors.append((number, str(exc)))
+    if strict and report.errors:
+        return report
+    store = mem.store
+    with store.write():
+        for kind, item in parsed:
+            if kind != "memory":
+                continue
+            record, vector = item
+            if not mem.access.can_write(mem.principal, record.namespace, record.type):
+                report.skipped += 1
+                continue
+            if store.get(record.id) is not None:
+                report.skipped += 1
+                continue
+            if vector is None:
+                text = f"{record.title}\n{record.content}" if record.title else record.content
+                vector = mem.embedder.embed(text)
+            superseded_by, record.superseded_by = record.superseded_by, None
+            store.insert(record, vector)
+            record.superseded_by = superseded_by
+            report.memories += 1
+        for kind, item in parsed:
+            if kind == "edge":
+                if store.get(item.source) is None or store.get(item.target) is None:
+                    report.skipped += 1
+                    continue
+                if any(e.id == item.id for e in store.edges(item.source)):
+                    report.skipped += 1
+                    continue
+                store.add_edge(item)
+                report.edges += 1
+            elif kind == "version":
+                if any(v.version == item.version for v in store.versions(item.memory_id)):
+                    report.skipped += 1
+                    continue
+                store.add_version(item)
+                report.versions += 1
+    return report

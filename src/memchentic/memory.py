@@ -1,0 +1,607 @@
+"""``Memory``: the embedded engine. Every call validates its input, asks the access
+module, then runs the write path or the read path against the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import validation as check
+from .access import TRUSTED, AccessPolicy, Principal, read_scope, scope_namespace
+from .clock import as_utc, utcnow
+from .embed import Embedder, get_embedder
+from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .graph.entities import EntityExtractor, RuleEntities
+from .ids import new_id
+from .lifetime import (
+    decayed_confidence,
+    initial_expiry,
+    renewed_expiry,
+    should_count_recall,
+)
+from .record import (
+    EDGE_KINDS,
+    Edge,
+    MemoryRecord,
+    SearchHit,
+    Version,
+    WriteResult,
+    normalise_type,
+    resolve_intent,
+)
+from .retrieval import pipeline
+from .retrieval.profiles import SearchProfile, get_profile
+from .settings import Settings
+from .store import open_store
+from .store.base import MemoryFilter, Store
+from .write.polarity import PolarityClassifier, RulePolarity
+from .write.resolve import WriteContext, diff, record_version, resolve
+from .write.secrets import find_secrets, redact
+
+_UNSET: Any = object()
+
+
+@dataclass(slots=True)
+class _Prepared:
+    record: MemoryRecord
+    text_for_embedding: str
+    refusal: WriteResult | None = None
+
+
+class Memory:
+    """Long-term memory for an agent, embedded.
+
+    :param path: store file (or ``store=`` a path or URL); default ``~/.memchentic/memory.db``.
+    :param embedder: ``"local"``, ``"hash"``, ``"openai"`` or an :class:`Embedder`.
+    :param settings: a :class:`Settings`; default: read from the environment.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        store: str | Store | None = None,
+        embedder: str | Embedder | None = None,
+        settings: Settings | None = None,
+        principal: Principal = TRUSTED,
+        access: AccessPolicy | None = None,
+        polarity: PolarityClassifier | None = None,
+        entities: EntityExtractor | None = None,
+        reranker: pipeline.Reranker | None = None,
+        check_embedder: bool = True,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.principal = principal
+        self.access = access or AccessPolicy()
+        self.polarity = polarity or RulePolarity()
+        self.entity_extractor = entities or RuleEntities()
+        self.reranker = reranker
+        self.embedder = get_embedder(embedder, self.settings)
+        if isinstance(store, Store):
+            self.store = store
+        else:
+            self.store = open_store(
+                str(store or path or self.settings.default_store), self.settings
+            )
+        self._owns_store = not isinstance(store, Store)
+        if check_embedder:
+            self._check_embedder()
+
+    # --- lifecycle --------------------------------------------------------------------
+    def _check_embedder(self) -> None:
+        model = self.store.get_meta("embedding_model")
+        dim = self.store.get_meta("embedding_dimension")
+        if model is None:
+            with self.store.write():
+                self.store.set_meta("embedding_model", self.embedder.model)
+                self.store.set_meta("embedding_dimension", str(self.embedder.dimension))
+            return
+        if model != self.embedder.model or int(dim or 0) != self.embedder.dimension:
+            raise EmbedderMismatchError(
+                f"the store {self.store.location} was built with embedder {model} "
+                f"(dimension {dim}) but is opened with {self.embedder.model} (dimension "
+                f"{self.embedder.dimension}); open it with the same embedder or run "
+                f"`memchentic reindex --embedder {self.embedder.name}`"
+            )
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- scope and access ---------------------------------------------------------------
+    def _now(self, now: datetime | str | None) -> datetime:
+        return as_utc(now, "now") or utcnow()
+
+    def _read_filter(
+        self,
+        *,
+        user_id: str | None,
+        agent_id: str | None,
+        namespace: str | None,
+        now: datetime,
+        **fields: Any,
+    ) -> MemoryFilter:
+        requested = read_scope(namespace=namespace, user_id=user_id, agent_id=agent_id)
+        namespaces = self.access.readable(self.principal, requested)
+        if user_id is not None and agent_id is not None and namespace is None:
+            fields["agent_id"] = agent_id  # that agent's memories and the user's shared ones
+        return MemoryFilter(namespaces=namespaces, now=now, **fields)
+
+    def _visible(self, memory_id: str) -> MemoryRecord:
+        """The memory, or NotFoundError: also when the caller may not read it."""
+        if not isinstance(memory_id, str) or not memory_id:
+            raise ValidationError("id", "must be a non-empty string")
+        record = self.store.get(memory_id)
+        if record is None or not self.access.can_read(self.principal, record):
+            raise NotFoundError(memory_id)
+        return record
+
+    def _writable(self, memory_id: str) -> MemoryRecord:
+        record = self._visible(memory_id)
+        if not self.access.can_write(self.principal, record.namespace, record.type):
+            raise NotFoundError(memory_id)
+        return record
+
+    def _ctx(self, now: datetime, on_duplicate: str | None = None) -> WriteContext:
+        policy = on_duplicate or self.settings.duplicate_policy
+        if policy not in ("refuse", "reinforce", "keep"):
+            raise ValidationError("on_duplicate", "must be one of refuse, reinforce, keep")
+        return WriteContext(self.store, self.settings, self.access.actor(self.principal), now,
+                            policy)  # fmt: skip
+
+    # --- writes ------------------------------------------------------------------------
+    def add(self, content: str, **options: Any) -> WriteResult:
+        """Remember one memory; returns what happened (``added``, ``updated``, ``merged``,
+        ``reinforced``, ``superseded`` or ``refused``) with the ids involved.
+
+        Options: ``type``, ``kind`` (entry|guide), ``title``, ``tags``, ``metadata``,
+        ``slot_key``, ``user_id``, ``agent_id``, ``session_id``, ``namespace``,
+        ``confidence``, ``importance``, ``ttl_days``, ``permanent``, ``expires_at``,
+        ``created_at``, ``valid_from``, ``valid_to``, ``path_hint``, ``repo``,
+        ``entities``, ``tier_l0``, ``tier_l1``, ``pinned``, ``on_duplicate``
+        (refuse|reinforce|keep), ``secrets`` (refuse|redact|allow), ``now``.
+        """
+        return self.add_many([{"content": content, **options}])[0]
+
+    remember = add
+
+    def add_many(
+        self, items: Iterable[str | Mapping[str, Any]], **common: Any
+    ) -> list[WriteResult]:
+        """Remember several memories with one batched embedding call; each item is a
+        string or a mapping of :meth:`add` options (``common`` applies to all)."""
+        prepared: list[_Prepared] = []
+        policies: list[str | None] = []
+        for item in items:
+            options = {**common, **({"content": item} if isinstance(item, str) else item)}
+            policies.append(options.pop("on_duplicate", None))
+            prepared.append(self._prepare(**options))
+        if not prepared:
+            return []
+        todo = [p for p in prepared if p.refusal is None]
+        vectors = self.embedder.embed_batch([p.text_for_embedding for p in todo]) if todo else []
+        by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
+        results: list[WriteResult] = []
+        with self.store.write():
+            for prep, policy in zip(prepared, policies, strict=True):
+                if prep.refusal is not None:
+                    results.append(prep.refusal)
+                    continue
+                ctx = self._ctx(prep.record.created_at or utcnow(), policy)
+                results.append(resolve(ctx, prep.record, by_id[prep.record.id]))
+        return results
+
+    def _prepare(
+        self,
+        content: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the documented name
+        kind: str = "entry",
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        slot_key: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        confidence: float = 1.0,
+        importance: float = 0.5,
+        ttl_days: float | None = None,
+        permanent: bool = False,
+        expires_at: datetime | str | None = None,
+        created_at: datetime | str | None = None,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None,
+        path_hint: str | None = None,
+        repo: str | None = None,
+        entities: Sequence[str] | None = None,
+        tier_l0: str | None = None,
+        tier_l1: str | None = None,
+        pinned: bool = False,
+        secrets: str | None = None,
+        now: datetime | str | None = None,
+    ) -> _Prepared:
+        s = self.settings
+        text = check.content(content, s)
+        ns = scope_namespace(
+            namespace=namespace, user_id=user_id, agent_id=agent_id, default_user=s.default_user_id
+        )
+        type_ = normalise_type(type)
+        if not self.access.can_write(self.principal, ns, type_):
+            raise ValidationError("namespace", f"you cannot write to {ns}")
+        created = as_utc(created_at, "created_at") or self._now(now)
+        record = MemoryRecord(
+            id=new_id(int(created.timestamp() * 1000)),
+            namespace=ns,
+            content=text,
+            kind=check.kind(kind),
+            type=type_,
+            title=check.optional_text(title, "title"),
+            tier_l0=check.optional_text(tier_l0, "tier_l0", s.max_content_bytes),
+            tier_l1=check.optional_text(tier_l1, "tier_l1", s.max_content_bytes),
+            tags=check.tags(tags, s),
+            path_hint=check.optional_text(path_hint, "path_hint"),
+            repo=check.optional_text(repo, "repo"),
+            slot_key=check.optional_text(slot_key, "slot_key", 256),
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=check.optional_text(session_id, "session_id", 256),
+            confidence=check.unit_interval(confidence, "confidence"),
+            importance=check.unit_interval(importance, "importance"),
+            pinned=bool(pinned),
+            created_at=created,
+            updated_at=created,
+            valid_from=as_utc(valid_from, "valid_from") or created,
+            valid_to=as_utc(valid_to, "valid_to"),
+            expires_at=initial_expiry(
+                created,
+                s,
+                ttl_days=ttl_days,
+                permanent=permanent,
+                expires_at=as_utc(expires_at, "expires_at"),
+            ),  # fmt: skip
+            metadata=check.metadata(metadata, s),
+        )
+        refusal = self._apply_secret_policy(record, secrets or s.secret_policy)
+        if refusal is not None:
+            return _Prepared(record, "", refusal)
+        record.polarity = self.polarity.polarity(record.content)
+        given = check.entities(entities)
+        record.entities = given if given is not None else self._entities(record)
+        embed_text = f"{record.title}\n{record.content}" if record.title else record.content
+        return _Prepared(record, embed_text)
+
+    def _apply_secret_policy(self, record: MemoryRecord, policy: str) -> WriteResult | None:
+        if policy not in ("refuse", "redact", "allow"):
+            raise ValidationError("secrets", "must be one of refuse, redact, allow")
+        if policy == "allow":
+            return None
+        fields = ("content", "title", "tier_l0", "tier_l1")
+        found = {f: find_secrets(getattr(record, f) or "") for f in fields}
+        kinds = sorted({x.kind for hits in found.values() for x in hits})
+        if not kinds:
+            return None
+        if policy == "refuse":
+            return WriteResult("refused", None, [], reason="secret:" + ",".join(kinds))
+        for f, hits in found.items():
+            if hits:
+                setattr(record, f, redact(getattr(record, f), hits))
+        record.metadata["redacted"] = kinds
+        return None
+
+    def _entities(self, record: MemoryRecord) -> list[str]:
+        text = " ".join(filter(None, (record.title, record.content)))
+        return self.entity_extractor.extract(text)[:64]
+
+    def revise(self, memory_id: str, content: str | None = None, **changes: Any) -> WriteResult:
+        """Edit a memory (content and other fields); moves ``updated_at`` (resets its age)
+        and brings an expired memory back."""
+        now = self._now(changes.pop("now", None))
+        with self.store.write():
+            old = self._writable(memory_id)
+            new = self._changed(old, content, changes)
+            new.updated_at = now
+            if new.expires_at is not None:
+                new.expires_at = max(new.expires_at, initial_expiry(now, self.settings) or now)
+            vector = None
+            if new.content != old.content or new.title != old.title:
+                new.polarity = self.polarity.polarity(new.content)
+                if "entities" not in changes:
+                    new.entities = self._entities(new)
+                text = f"{new.title}\n{new.content}" if new.title else new.content
+                vector = self.embedder.embed(text)
+            self.store.update(new, vector)
+            record_version(self._ctx(now), new.id, "revise", diff(old, new))
+        return WriteResult("revised", new.id, [new.id], memory=new)
+
+    def improve(
+        self,
+        memory_id: str,
+        *,
+        confidence: float | None = None,
+        importance: float | None = None,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None,
+        now: datetime | str | None = None,
+    ) -> WriteResult:
+        """Adjust confidence, importance or validity without resetting the memory's age."""
+        changes: dict[str, Any] = {}
+        if confidence is not None:
+            changes["confidence"] = confidence
+        if importance is not None:
+            changes["importance"] = importance
+        if valid_from is not None:
+            changes["valid_from"] = valid_from
+        if valid_to is not None:
+            changes["valid_to"] = valid_to
+        when = self._now(now)
+        with self.store.write():
+            old = self._writable(memory_id)
+            new = self._changed(old, None, changes)
+            self.store.update(new)
+            record_version(self._ctx(when), new.id, "improve", diff(old, new))
+        return WriteResult("updated", new.id, [new.id], memory=new)
+
+    def _changed(
+        self, old: MemoryRecord, content: str | None, changes: dict[str, Any]
+    ) -> MemoryRecord:
+        s = self.settings
+        allowed = {
+            "title": lambda v: check.optional_text(v, "title"),
+            "tags": lambda v: check.tags(v, s),
+            "metadata": lambda v: check.metadata(v, s),
+            "type": normalise_type,
+            "confidence": lambda v: check.unit_interval(v, "confidence"),
+            "importance": lambda v: check.unit_interval(v, "importance"),
+            "valid_from": lambda v: as_utc(v, "valid_from"),
+            "valid_to": lambda v: as_utc(v, "valid_to"),
+            "path_hint": lambda v: check.optional_text(v, "path_hint"),
+            "repo": lambda v: check.optional_text(v, "repo"),
+            "tier_l0": lambda v: check.optional_text(v, "tier_l0", s.max_content_bytes),
+            "tier_l1": lambda v: check.optional_text(v, "tier_l1", s.max_content_bytes),
+            "entities": check.entities,
+            "pinned": bool,
+            "expires_at": lambda v: as_utc(v, "expires_at"),
+        }
+        updates: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name not in allowed:
+                raise ValidationError(name, "is not a field that can be revised")
+            updates[name] = allowed[name](value)
+        if content is not None:
+            updates["content"] = check.content(content, s)
+        new = replace(old, **updates)
+        if self._apply_secret_policy(new, s.secret_policy) is not None:
+            raise ValidationError("content", "must not contain secrets (keys, passwords, tokens)")
+        return new
+
+    def delete(self, memory_id: str) -> WriteResult:
+        """Forget a memory completely: row, keyword index, vector, edges and entities.
+        Its history keeps one tombstone version (no content)."""
+        now = utcnow()
+        with self.store.write():
+            self._writable(memory_id)
+            self.store.delete(memory_id)
+            self.store.purge_versions(memory_id)
+            record_version(self._ctx(now), memory_id, "delete", {})
+        return WriteResult("deleted", memory_id, [memory_id])
+
+    forget = delete
+
+    def relate(
+        self,
+        source: str,
+        target: str,
+        kind: str,
+        strength: float = 1.0,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Edge:
+        """Add a typed, weighted edge ``source -> target``."""
+        if kind not in EDGE_KINDS:
+            raise ValidationError("kind", f"must be one of {', '.join(EDGE_KINDS)}")
+        weight = check.unit_interval(strength, "strength")
+        if source == target:
+            raise ValidationError("target", "an edge cannot point at its own source")
+        now = utcnow()
+        with self.store.write():
+            self._writable(source)
+            self._writable(target)
+            edge = Edge(new_id(), source, target, kind, weight, now,
+                        check.metadata(metadata, self.settings))  # fmt: skip
+            self.store.add_edge(edge)
+        return edge
+
+    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]:
+        """Edges from or to a memory (only those whose other end the caller can see)."""
+        self._visible(memory_id)
+        out = []
+        for edge in self.store.edges(memory_id, kind=kind):
+            other = edge.target if edge.source == memory_id else edge.source
+            record = self.store.get(other)
+            if record is not None and self.access.can_read(self.principal, record):
+                out.append(edge)
+        return out
+
+    # --- reads -------------------------------------------------------------------------
+    def get(
+        self, memory_id: str, *, now: datetime | str | None = None, touch: bool = True
+    ) -> MemoryRecord:
+        """Open one memory (also an expired one); counts as a recall."""
+        record = self._visible(memory_id)
+        if touch:
+            self._touch([record], self._now(now))
+        return record
+
+    def history(self, memory_id: str) -> list[Version]:
+        """Every version of a memory, oldest first (a deleted memory keeps its tombstone)."""
+        if self.store.get(memory_id) is not None:
+            self._visible(memory_id)
+        versions = self.store.versions(memory_id)
+        if not versions:
+            raise NotFoundError(memory_id)
+        return versions
+
+    def list(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        type: str | Sequence[str] | None = None,  # noqa: A002
+        kind: str | None = None,
+        tags: Sequence[str] | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+        now: datetime | str | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories in scope, newest first (expired and superseded ones only on request)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("limit", "must be a whole number >= 1")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("offset", "must be a whole number >= 0")
+        flt = self._read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=self._now(now),
+            types=_types(type), kinds=[check.kind(kind)] if kind else None,
+            tags=check.tags(tags, self.settings) or None,
+            include_expired=include_expired, include_superseded=include_superseded,
+        )  # fmt: skip
+        return self.store.list(flt, limit=limit, offset=offset, newest_first=newest_first)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        limit: int | None = None,
+        profile: str | SearchProfile | None = None,
+        type: str | Sequence[str] | None = None,  # noqa: A002
+        kind: str | None = None,
+        tags: Sequence[str] | None = None,
+        path_hint: str | None = None,
+        repo: str | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | str | None = None,
+        now: datetime | str | None = None,
+        include_trace: bool = False,
+        intent: str | None = None,
+        tier: str | None = None,
+    ) -> list[SearchHit]:
+        """The memories that best answer ``query``, best first (DESIGN section 3)."""
+        text = check.query(query, self.settings)
+        count = check.limit(limit, self.settings)
+        chosen = get_profile(profile or self.settings.search_profile)
+        read_intent = resolve_intent(intent, tier)
+        when = self._now(now)
+        flt = self._read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,
+            types=_types(type), kinds=[check.kind(kind)] if kind else None,
+            tags=check.tags(tags, self.settings) or None,
+            path_hint=check.optional_text(path_hint, "path_hint"),
+            repo=check.optional_text(repo, "repo"), include_expired=include_expired,
+            include_superseded=include_superseded, as_of=as_utc(as_of, "as_of"),
+        )  # fmt: skip
+        if flt.namespaces == []:
+            return []
+        req = pipeline.SearchRequest(
+            text, self.embedder.embed(text), flt, count, chosen, when, flt.path_hint
+        )
+        ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
+        self._touch([c.memory for c in ranked], when)
+        return [
+            SearchHit(c.memory, c.score, c.memory.text(read_intent),
+                      dict(c.trace) if include_trace else None)
+            for c in ranked
+        ]  # fmt: skip
+
+    def recall(
+        self,
+        *,
+        entity: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        limit: int | None = None,
+        now: datetime | str | None = None,
+    ) -> list[SearchHit]:
+        """Memories naming ``entity``, across every readable namespace, newest first;
+        each hit's score is its decayed confidence (it does not drive the order)."""
+        if not isinstance(entity, str) or not entity.strip():
+            raise ValidationError("entity", "must be a non-empty string")
+        when = self._now(now)
+        flt = self._read_filter(user_id=user_id, agent_id=agent_id, namespace=namespace, now=when)
+        if flt.namespaces == []:
+            return []
+        found = self.store.by_entity(entity, flt, limit=check.limit(limit, self.settings))
+        half_life = self.settings.memory_decay_half_life_days
+        hits = []
+        for record in found:
+            score = decayed_confidence(record.confidence, record.created_at, when, half_life)
+            hits.append(SearchHit(record, score, record.text(), {"decayed_confidence": score}))
+        self._touch(found, when)
+        return hits
+
+    def entities(
+        self, *, user_id: str | None = None, namespace: str | None = None
+    ) -> dict[str, int]:
+        """Entity names with how many visible memories name them."""
+        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
+        return {} if flt.namespaces == [] else self.store.entity_counts(flt)
+
+    def _touch(self, records: Sequence[MemoryRecord], now: datetime) -> None:
+        """Count a recall (debounced) and slide the expiry of each returned memory."""
+        updates = []
+        for r in records:
+            if not should_count_recall(r.last_recalled_at, now, self.settings):
+                continue
+            expires = renewed_expiry(r.expires_at, r.created_at or now, now, self.settings)
+            updates.append((r.id, r.recall_count + 1, now, expires))
+        self.store.touch(updates)
+
+    # --- maintenance ---------------------------------------------------------------------
+    def stats(self, *, user_id: str | None = None, namespace: str | None = None) -> dict[str, Any]:
+        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
+        return self.store.stats(flt).to_dict()
+
+    def gc(self, *, now: datetime | str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        from .maintenance import gc
+
+        return gc(self, self._now(now), dry_run=dry_run)
+
+    def export(self, target: Any, **kwargs: Any) -> int:
+        from .io import export_jsonl
+
+        return export_jsonl(self, target, **kwargs)
+
+    def import_(self, source: Any, **kwargs: Any) -> Any:
+        from .io import import_jsonl
+
+        return import_jsonl(self, source, **kwargs)
+
+    def reindex(self, **kwargs: Any) -> int:
+        from .maintenance import reindex
+
+        return reindex(self, **kwargs)
+
+
+def _types(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value)
+    return [normalise_type(v) for v in values]

@@ -1,0 +1,1 @@
+"""Read path: candidates, pure signal and fusion functions, profiles, the pipeline."""

@@ -1,0 +1,154 @@
+"""Ranking profiles as declarative presets: each names a scorer built from the
+pure signals, and every scorer returns its score with the trace of its signals.
+
+    rrf           match x freshness x path x confidence x usage        (default)
+    cosine_decay  min(1, cosine x decayed_confidence) [+ keyword boost]
+    hybrid        wv x cosine + wk x keyword coverage + wr x recency + wi x importance
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..clock import age_days
+from ..errors import ValidationError
+from ..record import MemoryRecord
+from ..settings import Settings
+from . import signals
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A memory found by at least one candidate stage, with what each stage saw."""
+
+    memory: MemoryRecord
+    vector_rank: int | None = None
+    keyword_rank: int | None = None
+    cosine: float = 0.0
+    keyword_score: float = 0.0
+    coverage: float = 0.0
+    trace: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringContext:
+    now: datetime
+    settings: Settings
+    path_hint: str | None = None
+
+
+Scorer = Callable[[Candidate, ScoringContext], float]
+
+
+def _rank_value(rank: int | None) -> float:
+    return float(rank) if rank is not None else 0.0
+
+
+def score_rrf(c: Candidate, ctx: ScoringContext) -> float:
+    s, m = ctx.settings, c.memory
+    age = age_days(ctx.now, m.updated_at)
+    parts = {
+        "match": signals.match((c.vector_rank, c.keyword_rank), s.rrf_k),
+        "freshness": signals.freshness(age, s.search_recency_half_life_days),
+        "path": signals.path_factor(
+            signals.paths_match(m.path_hint, ctx.path_hint), s.search_path_boost
+        ),
+        "confidence": signals.confidence_factor(
+            m.kind, m.reinforcement, s.search_guide_confidence_weight
+        ),
+        "usage": signals.usage(m.recall_count, s.memory_usage_score_weight),
+    }
+    c.trace.update(
+        vector_rank=_rank_value(c.vector_rank),
+        keyword_rank=_rank_value(c.keyword_rank),
+        cosine=c.cosine,
+        keyword_score=c.keyword_score,
+        age_days=age,
+        **parts,
+    )
+    score = 1.0
+    for value in parts.values():
+        score *= value
+    return score
+
+
+def score_cosine_decay(c: Candidate, ctx: ScoringContext) -> float:
+    s, m = ctx.settings, c.memory
+    age = age_days(ctx.now, m.created_at)
+    decay = signals.decay(age, s.memory_decay_half_life_days)
+    decayed = m.confidence * decay
+    base = min(1.0, max(0.0, c.cosine) * decayed)
+    boost = s.memory_hybrid_keyword_boost * c.coverage if s.memory_hybrid_enabled else 0.0
+    c.trace.update(
+        cosine=c.cosine,
+        confidence=m.confidence,
+        age_days=age,
+        decay=decay,
+        decayed_confidence=decayed,
+        keyword_coverage=c.coverage,
+        keyword_boost=boost,
+        vector_rank=_rank_value(c.vector_rank),
+        keyword_rank=_rank_value(c.keyword_rank),
+    )
+    return min(1.0, base + boost)
+
+
+def score_hybrid(c: Candidate, ctx: ScoringContext) -> float:
+    s, m = ctx.settings, c.memory
+    age = age_days(ctx.now, m.updated_at)
+    recency = signals.decay(age, s.search_recency_half_life_days)
+    parts = {
+        "vector": s.hybrid_vector_weight * max(0.0, c.cosine),
+        "keyword": s.hybrid_keyword_weight * c.coverage,
+        "recency": s.hybrid_recency_weight * recency,
+        "importance": s.hybrid_importance_weight * m.importance,
+    }
+    c.trace.update(
+        cosine=c.cosine,
+        keyword_coverage=c.coverage,
+        age_days=age,
+        recency_decay=recency,
+        vector_rank=_rank_value(c.vector_rank),
+        keyword_rank=_rank_value(c.keyword_rank),
+        **{f"{k}_part": v for k, v in parts.items()},
+    )
+    return sum(parts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class SearchProfile:
+    """A named ranking preset."""
+
+    name: str
+    scorer: Scorer
+    #: Whether the scorer needs keyword coverage (IDF-weighted) of each candidate.
+    needs_coverage: bool = False
+    description: str = ""
+
+
+RRF = SearchProfile("rrf", score_rrf, description="match x freshness x path x confidence x usage")
+COSINE_DECAY = SearchProfile(
+    "cosine_decay",
+    score_cosine_decay,
+    needs_coverage=True,
+    description="min(1, cosine x decayed_confidence)",
+)
+HYBRID = SearchProfile(
+    "hybrid",
+    score_hybrid,
+    needs_coverage=True,
+    description="weighted vector + keyword coverage + recency + importance",
+)
+PROFILES: dict[str, SearchProfile] = {p.name: p for p in (RRF, COSINE_DECAY, HYBRID)}
+
+
+def get_profile(name: str | SearchProfile) -> SearchProfile:
+    if isinstance(name, SearchProfile):
+        return name
+    try:
+        return PROFILES[name]
+    except (KeyError, TypeError):
+        raise ValidationError("profile", f"must be one of {', '.join(PROFILES)}") from None

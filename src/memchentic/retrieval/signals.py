@@ -1,0 +1,65 @@
+"""Ranking signals: small pure functions. The pipeline composes them; a trace is
+the list of their outputs (DESIGN section 3)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+
+def rrf(rank: int | None, k: float) -> float:
+    """Reciprocal rank fusion term ``1 / (k + rank)`` (ranks start at 1; None = absent)."""
+    if rank is None:
+        return 0.0
+    if rank < 1:
+        raise ValueError("ranks start at 1")
+    return 1.0 / (k + rank)
+
+
+def match(ranks: Iterable[int | None], k: float) -> float:
+    """Sum of RRF terms over the candidate lists a memory appears in."""
+    return sum(rrf(rank, k) for rank in ranks)
+
+
+def freshness(age_days: float, half_life_days: float) -> float:
+    """``1 / (1 + age / H)``: 1 when new, 1/2 at H days."""
+    return 1.0 / (1.0 + max(0.0, age_days) / half_life_days)
+
+
+def path_factor(matches: bool, boost: float) -> float:
+    return 1.0 + boost if matches else 1.0
+
+
+def confidence_factor(kind: str, reinforcement: int, weight: float) -> float:
+    """``1 + w x c`` for guides (c = reinforcement), 1 for entries."""
+    return 1.0 + weight * reinforcement if kind == "guide" else 1.0
+
+
+def usage(recall_count: int, weight: float) -> float:
+    """``1 + W x ln(1 + recall_count)``."""
+    return 1.0 + weight * math.log1p(max(0, recall_count))
+
+
+def decay(age_days: float, half_life_days: float) -> float:
+    """``exp(-ln2 / half_life x age)``; future (negative) ages do not decay."""
+    return math.exp(-math.log(2) / half_life_days * max(0.0, age_days))
+
+
+def keyword_coverage(doc_terms: set[str], query_idf: dict[str, float]) -> float:
+    """IDF-weighted share of the query's terms present in a document (0..1)."""
+    total = sum(query_idf.values())
+    if total <= 0:
+        return 0.0
+    return sum(idf for term, idf in query_idf.items() if term in doc_terms) / total
+
+
+def idf(doc_freq: int, doc_count: int) -> float:
+    """BM25-style inverse document frequency, always > 0."""
+    return math.log(1.0 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def paths_match(memory_path: str | None, query_path: str | None) -> bool:
+    """A memory's path hint matches when one path contains the other as a prefix."""
+    if not memory_path or not query_path:
+        return False
+    return query_path.startswith(memory_path) or memory_path.startswith(query_path)

@@ -1,0 +1,196 @@
+"""One settings object for every knob of DESIGN section 11.
+
+Each field is read from the environment under its documented name (``RRF_K``)
+and also under the ``MEMCHENTIC_`` prefixed name (``MEMCHENTIC_RRF_K``); the
+prefixed name wins when both are set. Code can pass values directly:
+``Settings(rrf_k=40)`` or ``Memory(settings=Settings(...))``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Profile = Literal["rrf", "cosine_decay", "hybrid"]
+SecretPolicy = Literal["refuse", "redact", "allow"]
+DuplicatePolicy = Literal["refuse", "reinforce", "keep"]
+
+
+def _env(name: str, default: Any, description: str, **kw: Any) -> Any:
+    """A field readable as ``NAME`` or ``MEMCHENTIC_NAME`` (prefixed wins)."""
+    return Field(
+        default,
+        validation_alias=AliasChoices(f"MEMCHENTIC_{name}", name, name.lower()),
+        description=description,
+        **kw,
+    )
+
+
+class Settings(BaseSettings):
+    """Every tunable of memchentic with its documented default."""
+
+    model_config = SettingsConfigDict(
+        extra="ignore", populate_by_name=True, validate_assignment=True
+    )
+
+    # --- locations and components -------------------------------------------------
+    home: Path = Field(
+        Path("~/.memchentic"),
+        validation_alias=AliasChoices("MEMCHENTIC_HOME", "home"),
+        description="Folder of the default store.",
+    )
+    store_url: str | None = _env("STORE_URL", None, "Store path or URL; default: <home>/memory.db.")
+    embedder: str | None = _env(
+        "EMBEDDER", None, "hash | local | openai; default: local if installed, else hash."
+    )
+    openai_base_url: str = _env(
+        "OPENAI_BASE_URL", "https://api.openai.com/v1", "Base URL of an embeddings endpoint."
+    )
+    openai_api_key: str | None = _env("OPENAI_API_KEY", None, "Key for the endpoint.")
+    openai_embedding_model: str = _env(
+        "OPENAI_EMBEDDING_MODEL", "text-embedding-3-small", "Embedding model name."
+    )
+    openai_embedding_dimension: int | None = _env(
+        "OPENAI_EMBEDDING_DIMENSION", None, "Vector size; probed when unset.", ge=1
+    )
+    hash_embedding_dimension: int = _env(
+        "HASH_EMBEDDING_DIMENSION", 384, "Vector size of the hashing embedder.", ge=8
+    )
+
+    # --- ranking (DESIGN section 3) -------------------------------------------------
+    search_profile: Profile = _env("SEARCH_PROFILE", "rrf", "Default ranking profile.")
+    rrf_k: float = _env("RRF_K", 60.0, "Reciprocal rank fusion constant.", gt=0)
+    search_recency_half_life_days: float = _env(
+        "SEARCH_RECENCY_HALF_LIFE_DAYS", 30.0, "H in freshness = 1/(1 + age/H).", gt=0
+    )
+    search_path_boost: float = _env("SEARCH_PATH_BOOST", 0.15, "Boost when path hints match.", ge=0)
+    search_guide_confidence_weight: float = _env(
+        "SEARCH_GUIDE_CONFIDENCE_WEIGHT", 0.1, "confidence = 1 + w x c for guides.", ge=0
+    )
+    memory_usage_score_weight: float = _env(
+        "MEMORY_USAGE_SCORE_WEIGHT", 0.05, "usage = 1 + W x ln(1 + recall_count).", ge=0
+    )
+    search_default_limit: int = _env(
+        "SEARCH_DEFAULT_LIMIT", 20, "Results when no limit is given.", ge=1, le=100
+    )
+    search_max_limit: int = _env("SEARCH_MAX_LIMIT", 100, "Larger limits are clamped.", ge=1)
+    knn_overfetch_multiplier: int = _env(
+        "KNN_OVERFETCH_MULTIPLIER", 3, "Candidates per stage = limit x this.", ge=1
+    )
+    search_min_similarity: float = _env(
+        "SEARCH_MIN_SIMILARITY",
+        0.0,
+        "Vector candidates need a cosine above this (unrelated texts stay out).",
+        ge=-1,
+        le=1,
+    )
+    search_title_weight: float = _env(
+        "SEARCH_TITLE_WEIGHT", 3.0, "BM25 weight of the title relative to the body (1).", gt=0
+    )
+    search_common_term_docs: int = _env(
+        "SEARCH_COMMON_TERM_DOCS",
+        20000,
+        "A query word in more memories than this is 'common' (see docs/ranking.md).",
+        ge=1,
+    )
+    search_common_window: int = _env(
+        "SEARCH_COMMON_WINDOW",
+        5000,
+        "Queries of only common words rank the newest this-many matches.",
+        ge=1,
+    )
+    search_exact_vector_rows: int = _env(
+        "SEARCH_EXACT_VECTOR_ROWS",
+        20000,
+        "Filtered searches over at most this many rows scan vectors exactly.",
+        ge=0,
+    )
+    hybrid_vector_weight: float = _env("HYBRID_VECTOR_WEIGHT", 0.55, "hybrid: vector.", ge=0)
+    hybrid_keyword_weight: float = _env("HYBRID_KEYWORD_WEIGHT", 0.25, "hybrid: keywords.", ge=0)
+    hybrid_recency_weight: float = _env("HYBRID_RECENCY_WEIGHT", 0.1, "hybrid: recency.", ge=0)
+    hybrid_importance_weight: float = _env(
+        "HYBRID_IMPORTANCE_WEIGHT", 0.1, "hybrid: importance.", ge=0
+    )
+    memory_selroute_enabled: bool = _env(
+        "MEMORY_SELROUTE_ENABLED", False, "Query router: boost types matching the query kind."
+    )
+    memory_selroute_boost: float = _env(
+        "MEMORY_SELROUTE_BOOST", 0.2, "Router boost for a matching type.", ge=0
+    )
+    memory_hybrid_enabled: bool = _env(
+        "MEMORY_HYBRID_ENABLED", False, "Keyword boost for the cosine_decay profile."
+    )
+    memory_hybrid_keyword_boost: float = _env(
+        "MEMORY_HYBRID_KEYWORD_BOOST", 0.1, "cosine_decay keyword boost weight.", ge=0
+    )
+    memory_reranker_enabled: bool = _env(
+        "MEMORY_RERANKER_ENABLED", False, "Rerank the top candidates with the reranker."
+    )
+
+    # --- write path (DESIGN section 4) ---------------------------------------------
+    near_dup_threshold: float = _env(
+        "NEAR_DUP_THRESHOLD", 0.92, "Cosine at which an entry is a near duplicate.", ge=0, le=1
+    )
+    dedup_threshold: float = _env(
+        "DEDUP_THRESHOLD", 0.9, "Cosine at which the reinforce policy reinforces.", ge=0, le=1
+    )
+    contradiction_threshold: float = _env(
+        "CONTRADICTION_THRESHOLD", 0.8, "Cosine at which opposite polarity supersedes.", ge=0, le=1
+    )
+    guide_merge_threshold: float = _env(
+        "GUIDE_MERGE_THRESHOLD", 0.92, "Cosine at which a guide merges into another.", ge=0, le=1
+    )
+    duplicate_policy: DuplicatePolicy = _env(
+        "DUPLICATE_POLICY", "refuse", "What a near-duplicate entry does by default."
+    )
+    secret_policy: SecretPolicy = _env(
+        "SECRET_POLICY", "refuse", "Secrets in content: refuse, redact or allow."
+    )
+    write_neighbours: int = _env(
+        "WRITE_NEIGHBOURS", 8, "Nearest memories compared on each write.", ge=1
+    )
+
+    # --- lifetime (DESIGN section 6) -----------------------------------------------
+    memory_default_ttl_days: float = _env(
+        "MEMORY_DEFAULT_TTL_DAYS", 90.0, "Expiry of a memory saved without ttl.", ge=0
+    )
+    memory_ttl_extend_days: float = _env(
+        "MEMORY_TTL_EXTEND_DAYS", 90.0, "E: a recall extends expiry to now + E.", ge=0
+    )
+    memory_max_ttl_days: float = _env(
+        "MEMORY_MAX_TTL_DAYS", 730.0, "M: ceiling created + M (0 = none).", ge=0
+    )
+    memory_ttl_touch_debounce_hours: float = _env(
+        "MEMORY_TTL_TOUCH_DEBOUNCE_HOURS", 6.0, "At most one recall count per this.", ge=0
+    )
+    memory_decay_half_life_days: float = _env(
+        "MEMORY_DECAY_HALF_LIFE_DAYS", 30.0, "Half-life of confidence decay.", gt=0
+    )
+    memory_decay_floor: float = _env(
+        "MEMORY_DECAY_FLOOR", 0.05, "gc deletes memories decayed below this.", ge=0, le=1
+    )
+    memory_gc_retention_days: float = _env(
+        "MEMORY_GC_RETENTION_DAYS", 30.0, "gc deletes memories expired longer than this.", ge=0
+    )
+
+    # --- limits ----------------------------------------------------------------------
+    max_content_bytes: int = _env(
+        "MAX_CONTENT_BYTES", 64 * 1024, "Largest content accepted (UTF-8 bytes).", ge=1
+    )
+    max_query_chars: int = _env(
+        "MAX_QUERY_CHARS", 8192, "Longer queries are truncated to this.", ge=1
+    )
+    max_tags: int = _env("MAX_TAGS", 64, "Tags per memory.", ge=0)
+    max_metadata_bytes: int = _env("MAX_METADATA_BYTES", 64 * 1024, "Metadata JSON size.", ge=2)
+    default_user_id: str = _env("DEFAULT_USER_ID", "default", "User of writes that name no scope.")
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home).expanduser()
+
+    @property
+    def default_store(self) -> str:
+        return self.store_url or str(self.home_path / "memory.db")

@@ -1,0 +1,32 @@
+"""Stores: one interface (``base.Store``), one module per backend."""
+
+from __future__ import annotations
+
+from ..errors import ValidationError
+from ..settings import Settings
+from .base import MemoryFilter, Store, StoreStats
+
+
+def open_store(location: str, settings: Settings) -> Store:
+    """Open the store at a path or URL (``sqlite:///path``; a plain path is SQLite)."""
+    if not isinstance(location, str) or not location.strip():
+        raise ValidationError("store", "must be a file path or a store URL")
+    if location.startswith(("postgresql://", "postgres://")):
+        raise ValidationError("store", "the PostgreSQL backend is not available in this build")
+    if "://" in location and not location.startswith("sqlite://"):
+        raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
+    if location == ":memory:":
+        raise ValidationError("store", "':memory:' is not supported; use a temporary file")
+    path = location.removeprefix("sqlite://")
+    from .sqlite import SQLiteStore
+
+    return SQLiteStore(
+        path,
+        common_term_docs=settings.search_common_term_docs,
+        common_window=settings.search_common_window,
+        exact_vector_rows=settings.search_exact_vector_rows,
+        title_weight=settings.search_title_weight,
+    )
+
+
+__all__ = ["MemoryFilter", "Store", "StoreStats", "open_store"]

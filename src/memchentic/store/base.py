@@ -1,0 +1,216 @@
+"""The one store interface every backend implements.
+
+A store keeps rows, vectors, the keyword index, edges, versions and entities.
+It never decides access: callers pass a :class:`MemoryFilter` whose
+``namespaces`` the access module computed. Write paths that check and then
+write run inside :meth:`Store.write`, which serialises writers of one store
+(across threads and processes), so two writers of the same fact never both
+insert.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..record import Edge, MemoryRecord, Version
+
+
+@dataclass(slots=True)
+class MemoryFilter:
+    """Which rows a read may see. ``namespaces=None`` means every namespace
+    (only the trusted local principal gets that)."""
+
+    namespaces: Sequence[str] | None = None
+    now: datetime | None = None
+    types: Sequence[str] | None = None
+    kinds: Sequence[str] | None = None
+    tags: Sequence[str] | None = None  # a memory must carry all of them
+    path_hint: str | None = None  # keeps memories whose path matches, or that have none
+    repo: str | None = None  # keeps memories of that repo, or of none
+    user_id: str | None = None
+    agent_id: str | None = None  # keeps that agent's memories and the agent-less ones
+    slot_prefix: str | None = None
+    include_expired: bool = False
+    include_superseded: bool = False
+    as_of: datetime | None = None
+    pinned: bool | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    exclude_ids: Sequence[str] = field(default_factory=tuple)
+
+    def is_unrestricted(self) -> bool:
+        """True when every live row passes (no namespace or field restriction)."""
+        return (
+            self.namespaces is None
+            and not self.types
+            and not self.kinds
+            and not self.tags
+            and self.path_hint is None
+            and self.repo is None
+            and self.user_id is None
+            and self.agent_id is None
+            and self.slot_prefix is None
+            and self.as_of is None
+            and self.pinned is None
+            and self.created_after is None
+            and self.created_before is None
+            and not self.exclude_ids
+        )
+
+
+@dataclass(slots=True)
+class StoreStats:
+    memories: int
+    live: int
+    expired: int
+    superseded: int
+    edges: int
+    versions: int
+    vectors: int
+    by_namespace: dict[str, int]
+    by_type: dict[str, int]
+    by_kind: dict[str, int]
+    size_bytes: int
+    schema_version: int
+    embedder: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+class Store(ABC):
+    """Storage for memories; one implementation per backend."""
+
+    #: How the store was opened (a path or a URL).
+    location: str
+
+    # --- lifecycle and metadata ---------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def write(self) -> AbstractContextManager[None]:
+        """A write transaction that excludes every other writer of this store."""
+
+    # --- memories -----------------------------------------------------------------
+    @abstractmethod
+    def insert(self, record: MemoryRecord, vector: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
+        """Replace the stored row of ``record.id``; a new vector when given."""
+
+    @abstractmethod
+    def delete(self, memory_id: str) -> bool:
+        """Remove the row, its vector, keyword entry, edges and entities."""
+
+    @abstractmethod
+    def get(self, memory_id: str) -> MemoryRecord | None: ...
+
+    @abstractmethod
+    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
+
+    @abstractmethod
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    @abstractmethod
+    def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None: ...
+
+    @abstractmethod
+    def list(
+        self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
+    ) -> list[MemoryRecord]: ...
+
+    @abstractmethod
+    def count(self, flt: MemoryFilter) -> int: ...
+
+    @abstractmethod
+    def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
+        """Record recalls: (id, recall_count, last_recalled_at, expires_at) per row."""
+
+    # --- candidates ---------------------------------------------------------------
+    @abstractmethod
+    def vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nearest rows passing ``flt``: (id, cosine), best first."""
+
+    @abstractmethod
+    def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+        """The ``k`` best keyword matches passing ``flt``: (id, relevance), best first.
+        Query text is matched as plain words; it can never raise a syntax error."""
+
+    @abstractmethod
+    def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
+        """Keyword statistics for the hybrid profile:
+        ([(word, index term)], {index term: document frequency}, document count)."""
+
+    @abstractmethod
+    def index_terms(self, text: str) -> list[str]:
+        """``text`` as the keyword index sees it (normalised, stemmed terms)."""
+
+    # --- graph, versions, entities ------------------------------------------------
+    @abstractmethod
+    def add_edge(self, edge: Edge) -> None: ...
+
+    @abstractmethod
+    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]: ...
+
+    @abstractmethod
+    def delete_edge(self, edge_id: str) -> bool: ...
+
+    @abstractmethod
+    def add_version(self, version: Version) -> None: ...
+
+    @abstractmethod
+    def versions(self, memory_id: str) -> list[Version]: ...
+
+    @abstractmethod
+    def next_version(self, memory_id: str) -> int: ...
+
+    @abstractmethod
+    def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:
+        """Memories naming ``entity`` (case-insensitive), newest first."""
+
+    @abstractmethod
+    def entity_counts(self, flt: MemoryFilter) -> dict[str, int]: ...
+
+    # --- maintenance ----------------------------------------------------------------
+    @abstractmethod
+    def stats(self, flt: MemoryFilter) -> StoreStats: ...
+
+    @abstractmethod
+    def iter_memories(self, flt: MemoryFilter, batch: int = 500) -> Iterator[MemoryRecord]: ...
+
+    @abstractmethod
+    def iter_edges(self) -> Iterator[Edge]: ...
+
+    @abstractmethod
+    def iter_versions(self) -> Iterator[Version]: ...
+
+    @abstractmethod
+    def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        """Overwrite stored vectors (re-embedding)."""
+
+    @abstractmethod
+    def gc_candidates(
+        self, expired_before: datetime, decay_cutoff: datetime | None
+    ) -> list[MemoryRecord]:
+        """Rows expired before ``expired_before``, and non-permanent unpinned rows
+        last used before ``decay_cutoff`` (decayed confidence under the floor)."""

@@ -1,0 +1,1 @@
+"""Schema migrations, one ordered module per backend."""

@@ -1,0 +1,162 @@
+"""SQLite schema migrations: ordered named functions, recorded in ``schema_migrations``.
+
+Add a migration by appending a function ``mNNN_name(conn)`` to ``MIGRATIONS``;
+never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from ...clock import to_text, utcnow
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run statements one by one (``executescript`` would commit the open transaction)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete statement in migration: {pending[:80]!r}")
+
+
+def m001_initial(conn: sqlite3.Connection) -> None:
+    run_script(
+        conn,
+        f"""
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            namespace TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            title TEXT,
+            tier_l0 TEXT,
+            tier_l1 TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            path_hint TEXT,
+            repo TEXT,
+            entities TEXT NOT NULL DEFAULT '[]',
+            slot_key TEXT,
+            user_id TEXT,
+            agent_id TEXT,
+            session_id TEXT,
+            confidence REAL NOT NULL,
+            reinforcement INTEGER NOT NULL,
+            importance REAL NOT NULL,
+            polarity INTEGER NOT NULL,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            valid_from TEXT,
+            valid_to TEXT,
+            expires_at TEXT,
+            recall_count INTEGER NOT NULL DEFAULT 0,
+            last_recalled_at TEXT,
+            superseded_by TEXT,
+            metadata TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE INDEX ix_memories_namespace ON memories(namespace, created_at);
+        CREATE INDEX ix_memories_type ON memories(type);
+        CREATE INDEX ix_memories_expires ON memories(expires_at);
+        CREATE INDEX ix_memories_user ON memories(user_id);
+        CREATE UNIQUE INDEX ix_memories_slot ON memories(namespace, slot_key)
+            WHERE slot_key IS NOT NULL;
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            title, content, tags,
+            content='memories', content_rowid='rowid', tokenize='{TOKENIZER}'
+        );
+        CREATE VIRTUAL TABLE memories_fts_terms USING fts5vocab(memories_fts, row);
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, title, content, tags)
+            VALUES (new.rowid, new.title, new.content, new.tags);
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+            VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+            VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+            INSERT INTO memories_fts(rowid, title, content, tags)
+            VALUES (new.rowid, new.title, new.content, new.tags);
+        END;
+
+        -- Vectors beside the rows (float32 bytes), and the log that keeps
+        -- every process's in-memory index in step with them.
+        CREATE TABLE vectors (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+        CREATE TABLE vector_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER NOT NULL, op TEXT NOT NULL
+        );
+        CREATE TRIGGER vectors_ai AFTER INSERT ON vectors BEGIN
+            INSERT INTO vector_log(key, op) VALUES (new.rowid, 'upsert');
+        END;
+        CREATE TRIGGER vectors_au AFTER UPDATE ON vectors BEGIN
+            INSERT INTO vector_log(key, op) VALUES (new.rowid, 'upsert');
+        END;
+        CREATE TRIGGER vectors_ad AFTER DELETE ON vectors BEGIN
+            INSERT INTO vector_log(key, op) VALUES (old.rowid, 'delete');
+        END;
+
+        CREATE TABLE edges (
+            id TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            target TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            strength REAL NOT NULL,
+            created_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE INDEX ix_edges_source ON edges(source, kind);
+        CREATE INDEX ix_edges_target ON edges(target, kind);
+
+        CREATE TABLE versions (
+            memory_id TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            op TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            at TEXT NOT NULL,
+            changes TEXT NOT NULL,
+            snapshot TEXT,
+            PRIMARY KEY (memory_id, version)
+        );
+
+        CREATE TABLE memory_entities (
+            entity TEXT NOT NULL,
+            key INTEGER NOT NULL,
+            PRIMARY KEY (entity, key)
+        );
+        CREATE INDEX ix_memory_entities_key ON memory_entities(key);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the missing migrations; the caller holds a write transaction."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    for number, step in enumerate(MIGRATIONS, start=1):
+        if number in done:
+            continue
+        step(conn)
+        conn.execute(
+            "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+            (number, step.__name__, to_text(utcnow())),
+        )
+    return len(MIGRATIONS)

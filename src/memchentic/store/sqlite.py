@@ -1,0 +1,686 @@
+"""The embedded SQLite store: one file, WAL, FTS5, vectors beside the rows.
+
+Concurrency: every thread gets its own connection; writers take the database
+write lock up front (``BEGIN IMMEDIATE``) so a check-then-write sequence is
+atomic across threads and processes; ``busy_timeout`` waits for the lock and
+:meth:`SQLiteStore.write` retries a bounded number of times on top.
+
+Vectors: float32 bytes in ``vectors``; every change is appended to
+``vector_log`` by triggers, and each process's :class:`VectorIndex` replays the
+log before it answers, so a search sees every committed write (read your
+writes, across processes too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..clock import to_text
+from ..errors import NotAStoreError, StoreError
+from ..record import Edge, MemoryRecord, Version
+from ..retrieval.text import fts_phrase, query_words
+from .base import MemoryFilter, Store, StoreStats
+from .migrations.sqlite import TOKENIZER, migrate
+from .sqlite_rows import (
+    COLUMNS,
+    SELECT_COLUMNS,
+    record_params,
+    row_to_edge,
+    row_to_record,
+    row_to_version,
+    where,
+)
+from .vectors import VectorIndex
+
+APP_ID = "memchentic"
+_LOCK_RETRIES = 8
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class SQLiteStore(Store):
+    """A memchentic store in one SQLite file (``:memory:`` is not supported:
+    several connections must see the same data)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        common_term_docs: int = 20000,
+        common_window: int = 5000,
+        exact_vector_rows: int = 20000,
+        title_weight: float = 3.0,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.location = str(self.path)
+        self.common_term_docs = common_term_docs
+        self.common_window = common_window
+        self.exact_vector_rows = exact_vector_rows
+        self.title_weight = title_weight
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._index: VectorIndex | None = None
+        self._index_lock = threading.RLock()
+        self._closed = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._open()
+
+    # --- connections ----------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=30.0, check_same_thread=False
+            )
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError("the store is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def _open(self) -> None:
+        conn = self.conn
+        try:
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
+        if tables and "meta" not in tables:
+            raise NotAStoreError(f"{self.path} is not a memchentic store (no meta table)")
+        if "meta" in tables and self.get_meta("app") != APP_ID:
+            raise NotAStoreError(f"{self.path} is not a memchentic store")
+        with self.write():
+            migrate(conn)
+            if self.get_meta("app") is None:
+                self.set_meta("app", APP_ID)
+                self.set_meta("index_epoch", str(time.time_ns()))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        with self._index_lock:
+            if self._index is not None and len(self._index):
+                # The index is a cache: on failure the next open rebuilds or replays.
+                with contextlib.suppress(OSError, RuntimeError):
+                    self._index.save(self._index_path, self.get_meta("index_epoch") or "")
+        self._closed = True
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+
+    @property
+    def _index_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".vectors")
+
+    # --- transactions ---------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        conn = self.conn
+        if conn.in_transaction:  # nested: join the open transaction
+            yield
+            return
+        for attempt in range(_LOCK_RETRIES):
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or attempt == _LOCK_RETRIES - 1:
+                    raise StoreError(f"could not lock the store: {exc}") from exc
+                time.sleep(min(1.0, 0.01 * 2**attempt) * (0.5 + random.random()))
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # --- metadata -------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def schema_version(self) -> int:
+        row = self.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # --- memories -------------------------------------------------------------------
+    def _rowid(self, memory_id: str) -> int | None:
+        row = self.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return row[0] if row else None
+
+    def insert(self, record: MemoryRecord, vector: np.ndarray) -> None:
+        with self.write():
+            cur = self.conn.execute(
+                f"INSERT INTO memories({', '.join(COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(COLUMNS))})",
+                record_params(record),
+            )
+            key = cur.lastrowid
+            self.conn.execute(
+                "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
+                (key, np.asarray(vector, dtype=np.float32).tobytes()),
+            )
+            self._set_entities(key, record.entities)
+
+    def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
+        with self.write():
+            key = self._rowid(record.id)
+            if key is None:
+                raise StoreError(f"cannot update a missing memory: {record.id}")
+            assignments = ", ".join(f"{c} = ?" for c in COLUMNS[1:])
+            self.conn.execute(
+                f"UPDATE memories SET {assignments} WHERE rowid = ?",
+                (*record_params(record)[1:], key),
+            )
+            if vector is not None:
+                self.conn.execute(
+                    "UPDATE vectors SET embedding = ? WHERE rowid = ?",
+                    (np.asarray(vector, dtype=np.float32).tobytes(), key),
+                )
+            self._set_entities(key, record.entities)
+
+    def _set_entities(self, key: int | None, entities: Sequence[str]) -> None:
+        self.conn.execute("DELETE FROM memory_entities WHERE key = ?", (key,))
+        names = {e.strip().lower() for e in entities if e.strip()}
+        self.conn.executemany(
+            "INSERT INTO memory_entities(entity, key) VALUES (?, ?)", [(n, key) for n in names]
+        )
+
+    def delete(self, memory_id: str) -> bool:
+        with self.write():
+            key = self._rowid(memory_id)
+            if key is None:
+                return False
+            self.conn.execute("DELETE FROM memories WHERE rowid = ?", (key,))
+            self.conn.execute("DELETE FROM vectors WHERE rowid = ?", (key,))
+            self.conn.execute("DELETE FROM memory_entities WHERE key = ?", (key,))
+            self.conn.execute(
+                "DELETE FROM edges WHERE source = ? OR target = ?", (memory_id, memory_id)
+            )
+            self.conn.execute(
+                "UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,)
+            )
+        return True
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        row = self.conn.execute(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)
+        ).fetchone()
+        return row_to_record(row) if row else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        out: dict[str, MemoryRecord] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.conn.execute(
+                f"SELECT {SELECT_COLUMNS} FROM memories m "
+                f"WHERE m.id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            for row in rows:
+                record = row_to_record(row)
+                out[record.id] = record
+        return out
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.conn.execute(
+                "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid "
+                f"WHERE m.id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            for memory_id, blob in rows:
+                out[memory_id] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None:
+        row = self.conn.execute(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.namespace = ? AND m.slot_key = ?",
+            (namespace, slot_key),
+        ).fetchone()
+        return row_to_record(row) if row else None
+
+    def list(
+        self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
+    ) -> list[MemoryRecord]:
+        cond, params = where(flt)
+        order = "DESC" if newest_first else "ASC"
+        rows = self.conn.execute(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {cond} "
+            f"ORDER BY m.created_at {order}, m.id {order} LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        return [row_to_record(r) for r in rows]
+
+    def count(self, flt: MemoryFilter) -> int:
+        cond, params = where(flt)
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)
+                   .fetchone()[0])  # fmt: skip
+
+    def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
+        if not updates:
+            return
+        with self.write():
+            self.conn.executemany(
+                "UPDATE memories SET recall_count = ?, last_recalled_at = ?, expires_at = ? "
+                "WHERE id = ?",
+                [(count, to_text(at), to_text(exp), mid) for mid, count, at, exp in updates],
+            )
+
+    # --- vectors --------------------------------------------------------------------
+    def _sync_index(self) -> VectorIndex | None:
+        """Bring this process's index up to the committed vector log."""
+        with self._index_lock:
+            dim_text = self.get_meta("embedding_dimension")
+            if dim_text is None:
+                return None
+            epoch = self.get_meta("index_epoch") or ""
+            dim = int(dim_text)
+            index = self._index
+            if index is None or index.dimension != dim or getattr(index, "epoch", None) != epoch:
+                index = VectorIndex.load(
+                    self._index_path, epoch, dim, exact_below=self.exact_vector_rows
+                ) or VectorIndex(dim, exact_below=self.exact_vector_rows)
+                index.epoch = epoch  # type: ignore[attr-defined]
+                self._index = index
+            changes = self.conn.execute(
+                "SELECT seq, key, op FROM vector_log WHERE seq > ? ORDER BY seq",
+                (index.applied_seq,),
+            ).fetchall()
+            if not changes:
+                return index
+            latest: dict[int, str] = {}
+            for _, key, op in changes:
+                latest[key] = op
+            removed = [k for k, op in latest.items() if op == "delete"]
+            upserted = [k for k, op in latest.items() if op == "upsert"]
+            index.remove(removed)
+            for start in range(0, len(upserted), 2000):
+                chunk = upserted[start : start + 2000]
+                rows = self.conn.execute(
+                    f"SELECT rowid, embedding FROM vectors "
+                    f"WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+                if rows:
+                    keys = [r[0] for r in rows]
+                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+                    index.upsert(keys, matrix.reshape(len(rows), dim))
+                gone = set(chunk) - {r[0] for r in rows}
+                index.remove(list(gone))
+            index.applied_seq = changes[-1][0]
+            return index
+
+    def vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[tuple[str, float]]:
+        index = self._sync_index()
+        if index is None or k <= 0 or not len(index):
+            return []
+        cond, params = where(flt)
+        fetch = k * 4
+        while True:
+            found = index.search(vector, fetch)
+            keys = [key for key, _ in found]
+            passing = self._passing(keys, cond, params)
+            hits = [(passing[key], key) for key in keys if key in passing]
+            if len(hits) >= k or len(found) >= len(index):
+                break
+            allowed = self.conn.execute(
+                f"SELECT m.rowid FROM memories m WHERE {cond} LIMIT ?",
+                (*params, self.exact_vector_rows + 1),
+            ).fetchall()
+            if len(allowed) <= self.exact_vector_rows:  # few rows pass: scan them exactly
+                exact = index.scan(vector, [r[0] for r in allowed], k)
+                passing = self._passing([key for key, _ in exact], cond, params)
+                hits = [(passing[key], key) for key, _ in exact if key in passing]
+                break
+            fetch *= 8
+        return self._rescore(vector, hits[:k])
+
+    def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
+        if not keys:
+            return {}
+        rows = self.conn.execute(
+            f"SELECT m.rowid, m.id FROM memories m WHERE m.rowid IN "
+            f"({', '.join('?' * len(keys))}) AND {cond}",
+            (*keys, *params),
+        )
+        return {rowid: memory_id for rowid, memory_id in rows}
+
+    def _rescore(self, vector: np.ndarray, hits: list[tuple[str, int]]) -> list[tuple[str, float]]:
+        """Exact float32 cosine for the final candidates, best first."""
+        if not hits:
+            return []
+        keys = [key for _, key in hits]
+        rows = dict(
+            self.conn.execute(
+                f"SELECT rowid, embedding FROM vectors WHERE rowid IN "
+                f"({', '.join('?' * len(keys))})",
+                keys,
+            ).fetchall()
+        )
+        query = np.asarray(vector, dtype=np.float32)
+        qnorm = float(np.linalg.norm(query)) or 1.0
+        scored = []
+        for memory_id, key in hits:
+            vec = np.frombuffer(rows[key], dtype=np.float32)
+            norm = float(np.linalg.norm(vec)) or 1.0
+            scored.append((memory_id, float(vec @ query) / (norm * qnorm)))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored
+
+    def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        with self.write():
+            self.conn.executemany(
+                "UPDATE vectors SET embedding = ? "
+                "WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)",
+                [(np.asarray(v, dtype=np.float32).tobytes(), mid) for mid, v in vectors.items()],
+            )
+
+    # --- keywords -------------------------------------------------------------------
+    def index_terms(self, text: str) -> list[str]:
+        words = query_words(text, max_words=10_000)
+        return [term for _, term in self._stems(words)]
+
+    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
+        """(word, index term) pairs, tokenised exactly as the keyword index does."""
+        if not words:
+            return []
+        conn = self.conn
+        if not getattr(self._local, "tokenizer_ready", False):
+            conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens "
+                f"USING fts5(word, tokenize='{TOKENIZER}')"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms "
+                "USING fts5vocab(temp, query_tokens, instance)"
+            )
+            self._local.tokenizer_ready = True
+        conn.executemany(
+            "INSERT INTO temp.query_tokens(rowid, word) VALUES (?, ?)",
+            list(enumerate(words, start=1)),
+        )
+        rows = conn.execute("SELECT doc, term FROM temp.query_terms ORDER BY doc, offset")
+        pairs = [(words[doc - 1], term) for doc, term in rows]
+        conn.execute("DELETE FROM temp.query_tokens")
+        return pairs
+
+    def _doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        if not terms:
+            return {}
+        rows = self.conn.execute(
+            f"SELECT term, doc FROM memories_fts_terms WHERE term IN "
+            f"({', '.join('?' * len(terms))})",
+            list(terms),
+        )
+        return {term: int(doc) for term, doc in rows}
+
+    def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
+        pairs = self._stems(query_words(query))
+        freqs = self._doc_freqs(sorted({t for _, t in pairs}))
+        total = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        return pairs, freqs, total
+
+    def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+        pairs = self._stems(query_words(query))
+        if not pairs or k <= 0:
+            return []
+        freqs = self._doc_freqs(sorted({t for _, t in pairs}))
+        rare = [w for w, t in pairs if freqs.get(t, 0) <= self.common_term_docs]
+        window: int | None = None
+        # Common words add little and would cost a scan of their long posting lists.
+        words = rare or [w for w, _ in pairs]
+        match = " OR ".join(fts_phrase(w) for w in dict.fromkeys(words))
+        if not rare:
+            row = self.conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (match, self.common_window - 1),
+            ).fetchone()
+            window = row[0] if row else None
+        cond, params = where(flt)
+        window_sql = "AND f.rowid >= ?" if window is not None else ""
+        window_params = [window] if window is not None else []
+        rows = self.conn.execute(
+            f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score "
+            f"FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memories_fts MATCH ? {window_sql} AND {cond} "
+            f"ORDER BY score, m.rowid DESC LIMIT ?",
+            (self.title_weight, match, *window_params, *params, k),
+        )
+        return [(memory_id, -float(score)) for memory_id, score in rows]
+
+    # --- graph, versions, entities ----------------------------------------------------
+    def add_edge(self, edge: Edge) -> None:
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO edges(id, source, target, kind, strength, created_at, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (edge.id, edge.source, edge.target, edge.kind, edge.strength,
+                 to_text(edge.created_at), json.dumps(edge.metadata)),
+            )  # fmt: skip
+            if edge.kind == "supersedes":
+                self.conn.execute(
+                    "UPDATE memories SET superseded_by = ? WHERE id = ?", (edge.source, edge.target)
+                )
+
+    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]:
+        sql = (
+            "SELECT id, source, target, kind, strength, created_at, metadata FROM edges "
+            "WHERE (source = ? OR target = ?)"
+        )
+        params: list[Any] = [memory_id, memory_id]
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        return [row_to_edge(r) for r in self.conn.execute(sql + " ORDER BY created_at, id", params)]
+
+    def delete_edge(self, edge_id: str) -> bool:
+        with self.write():
+            row = self.conn.execute(
+                "SELECT source, target, kind FROM edges WHERE id = ?", (edge_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self.conn.execute("DELETE FROM edges WHERE id = ?", (edge_id,))
+            if row[2] == "supersedes":
+                self.conn.execute(
+                    "UPDATE memories SET superseded_by = NULL WHERE id = ? AND superseded_by = ?",
+                    (row[1], row[0]),
+                )
+        return True
+
+    def add_version(self, version: Version) -> None:
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO versions(memory_id, version, op, actor, at, changes, snapshot) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (version.memory_id, version.version, version.op, version.actor,
+                 to_text(version.at), json.dumps(version.changes, ensure_ascii=False),
+                 json.dumps(version.snapshot, ensure_ascii=False) if version.snapshot else None),
+            )  # fmt: skip
+
+    def versions(self, memory_id: str) -> list[Version]:
+        rows = self.conn.execute(
+            "SELECT memory_id, version, op, actor, at, changes, snapshot FROM versions "
+            "WHERE memory_id = ? ORDER BY version",
+            (memory_id,),
+        )
+        return [row_to_version(r) for r in rows]
+
+    def next_version(self, memory_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def purge_versions(self, memory_id: str) -> None:
+        """Drop a memory's versions (their snapshots hold its content)."""
+        with self.write():
+            self.conn.execute("DELETE FROM versions WHERE memory_id = ?", (memory_id,))
+
+    def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:
+        cond, params = where(flt)
+        rows = self.conn.execute(
+            f"SELECT {SELECT_COLUMNS} FROM memory_entities e JOIN memories m ON m.rowid = e.key "
+            f"WHERE e.entity = ? AND {cond} ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+            (entity.strip().lower(), *params, limit),
+        )
+        return [row_to_record(r) for r in rows]
+
+    def entity_counts(self, flt: MemoryFilter) -> dict[str, int]:
+        cond, params = where(flt)
+        rows = self.conn.execute(
+            f"SELECT e.entity, COUNT(*) FROM memory_entities e JOIN memories m "
+            f"ON m.rowid = e.key WHERE {cond} GROUP BY e.entity ORDER BY 2 DESC, 1",
+            params,
+        )
+        return {entity: int(n) for entity, n in rows}
+
+    # --- maintenance ----------------------------------------------------------------
+    def stats(self, flt: MemoryFilter) -> StoreStats:
+        cond, params = where(flt)
+        everything = MemoryFilter(
+            namespaces=flt.namespaces, include_expired=True, include_superseded=True
+        )
+        all_cond, all_params = where(everything)
+
+        def grouped(column: str) -> dict[str, int]:
+            rows = self.conn.execute(
+                f"SELECT m.{column}, COUNT(*) FROM memories m WHERE {cond} GROUP BY 1", params
+            )
+            return {str(k): int(n) for k, n in rows}
+
+        def scalar(sql: str, args: Sequence[Any]) -> int:
+            return int(self.conn.execute(sql, args).fetchone()[0] or 0)
+
+        total = scalar(f"SELECT COUNT(*) FROM memories m WHERE {all_cond}", all_params)
+        expired = scalar(
+            f"SELECT COUNT(*) FROM memories m WHERE {all_cond} AND m.expires_at <= ?",
+            [*all_params, to_text(flt.now)],
+        ) if flt.now else 0  # fmt: skip
+        superseded = scalar(
+            f"SELECT COUNT(*) FROM memories m WHERE {all_cond} AND m.superseded_by IS NOT NULL",
+            all_params,
+        )
+        edges = scalar(
+            f"SELECT COUNT(*) FROM edges WHERE source IN (SELECT m.id FROM memories m "
+            f"WHERE {all_cond})",
+            all_params,
+        )
+        versions = scalar(
+            f"SELECT COUNT(*) FROM versions WHERE memory_id IN (SELECT m.id FROM memories m "
+            f"WHERE {all_cond})",
+            all_params,
+        )
+        vectors = scalar(
+            f"SELECT COUNT(*) FROM vectors WHERE rowid IN (SELECT m.rowid FROM memories m "
+            f"WHERE {all_cond})",
+            all_params,
+        )
+        size = sum(
+            p.stat().st_size
+            for p in (self.path, self.path.with_name(self.path.name + "-wal"))
+            if p.exists()
+        )
+        model, dim = self.get_meta("embedding_model"), self.get_meta("embedding_dimension")
+        return StoreStats(
+            memories=total,
+            live=self.count(flt),
+            expired=expired,
+            superseded=superseded,
+            edges=edges,
+            versions=versions,
+            vectors=vectors,
+            by_namespace=grouped("namespace"),
+            by_type=grouped("type"),
+            by_kind=grouped("kind"),
+            size_bytes=size if flt.namespaces is None else 0,
+            schema_version=self.schema_version(),
+            embedder=f"{model}:{dim}" if model else None,
+        )
+
+    def iter_memories(self, flt: MemoryFilter, batch: int = 500) -> Iterator[MemoryRecord]:
+        cond, params = where(flt)
+        last = 0
+        while True:
+            rows = self.conn.execute(
+                f"SELECT m.rowid, {SELECT_COLUMNS} FROM memories m WHERE m.rowid > ? AND {cond} "
+                f"ORDER BY m.rowid LIMIT ?",
+                (last, *params, batch),
+            ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield row_to_record(row[1:])
+            last = rows[-1][0]
+
+    def iter_edges(self) -> Iterator[Edge]:
+        rows = self.conn.execute(
+            "SELECT id, source, target, kind, strength, created_at, metadata FROM edges "
+            "ORDER BY created_at, id"
+        ).fetchall()
+        yield from (row_to_edge(r) for r in rows)
+
+    def iter_versions(self) -> Iterator[Version]:
+        rows = self.conn.execute(
+            "SELECT memory_id, version, op, actor, at, changes, snapshot FROM versions "
+            "ORDER BY memory_id, version"
+        ).fetchall()
+        yield from (row_to_version(r) for r in rows)
+
+    def gc_candidates(
+        self, expired_before: datetime, decay_cutoff: datetime | None
+    ) -> list[MemoryRecord]:
+        sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.expires_at <= ?"
+        params: list[Any] = [to_text(expired_before)]
+        if decay_cutoff is not None:
+            sql += (
+                " OR (m.expires_at IS NOT NULL AND m.pinned = 0 AND "
+                "MAX(m.updated_at, COALESCE(m.last_recalled_at, '')) <= ?)"
+            )
+            params.append(to_text(decay_cutoff))
+        return [row_to_record(r) for r in self.conn.execute(sql, params)]

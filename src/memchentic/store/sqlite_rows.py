@@ -1,0 +1,158 @@
+"""Row mapping and filter SQL for the SQLite store (kept apart to keep ``sqlite.py`` short)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ..clock import from_text, to_text
+from ..record import Edge, MemoryRecord, Version
+from .base import MemoryFilter
+
+#: Columns in insert order (``rowid`` is assigned by SQLite).
+COLUMNS: tuple[str, ...] = (
+    "id", "namespace", "kind", "type", "content", "title", "tier_l0", "tier_l1", "tags",
+    "path_hint", "repo", "entities", "slot_key", "user_id", "agent_id", "session_id",
+    "confidence", "reinforcement", "importance", "polarity", "pinned", "created_at",
+    "updated_at", "valid_from", "valid_to", "expires_at", "recall_count",
+    "last_recalled_at", "superseded_by", "metadata",
+)  # fmt: skip
+SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
+_TIME_FIELDS = (
+    "created_at", "updated_at", "valid_from", "valid_to", "expires_at", "last_recalled_at"
+)  # fmt: skip
+
+
+def record_params(record: MemoryRecord) -> tuple[Any, ...]:
+    values: dict[str, Any] = {
+        "id": record.id,
+        "namespace": record.namespace,
+        "kind": record.kind,
+        "type": record.type,
+        "content": record.content,
+        "title": record.title,
+        "tier_l0": record.tier_l0,
+        "tier_l1": record.tier_l1,
+        "tags": json.dumps(record.tags, ensure_ascii=False),
+        "path_hint": record.path_hint,
+        "repo": record.repo,
+        "entities": json.dumps(record.entities, ensure_ascii=False),
+        "slot_key": record.slot_key,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "session_id": record.session_id,
+        "confidence": float(record.confidence),
+        "reinforcement": int(record.reinforcement),
+        "importance": float(record.importance),
+        "polarity": int(record.polarity),
+        "pinned": 1 if record.pinned else 0,
+        "recall_count": int(record.recall_count),
+        "superseded_by": record.superseded_by,
+        "metadata": json.dumps(record.metadata, ensure_ascii=False),
+    }
+    for name in _TIME_FIELDS:
+        values[name] = to_text(getattr(record, name))
+    return tuple(values[c] for c in COLUMNS)
+
+
+def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
+    data = dict(zip(COLUMNS, row, strict=True))
+    data["metadata"] = json.loads(data["metadata"] or "{}")
+    data["tags"] = json.loads(data["tags"] or "[]")
+    data["entities"] = json.loads(data["entities"] or "[]")
+    data["pinned"] = bool(data["pinned"])
+    for name in _TIME_FIELDS:
+        data[name] = from_text(data[name])
+    return MemoryRecord(**data)
+
+
+def row_to_edge(row: tuple[Any, ...]) -> Edge:
+    edge_id, source, target, kind, strength, created_at, metadata = row
+    created = from_text(created_at)
+    assert created is not None
+    return Edge(edge_id, source, target, kind, strength, created, json.loads(metadata or "{}"))
+
+
+def row_to_version(row: tuple[Any, ...]) -> Version:
+    memory_id, version, op, actor, at, changes, snapshot = row
+    when = from_text(at)
+    assert when is not None
+    return Version(
+        memory_id,
+        version,
+        op,
+        actor,
+        when,
+        json.loads(changes),
+        json.loads(snapshot) if snapshot else None,
+    )
+
+
+def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+    """The SQL condition and parameters for a filter (always a valid expression)."""
+    a = alias
+    parts: list[str] = []
+    params: list[Any] = []
+
+    def any_of(column: str, values: Any) -> None:
+        values = list(values)
+        parts.append(f"{a}.{column} IN ({', '.join('?' * len(values))})")
+        params.extend(values)
+
+    if flt.namespaces is not None:
+        if not flt.namespaces:
+            return "0", []
+        any_of("namespace", flt.namespaces)
+    if flt.types:
+        any_of("type", flt.types)
+    if flt.kinds:
+        any_of("kind", flt.kinds)
+    for tag in flt.tags or ():
+        parts.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE json_each.value = ?)")
+        params.append(tag)
+    if flt.path_hint is not None:
+        # A memory applies when its path hint is empty or lies on the same path.
+        parts.append(
+            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR "
+            f"substr(?, 1, length({a}.path_hint)) = {a}.path_hint OR "
+            f"substr({a}.path_hint, 1, length(?)) = ?)"
+        )
+        params.extend([flt.path_hint, flt.path_hint, flt.path_hint])
+    if flt.repo is not None:
+        parts.append(f"({a}.repo IS NULL OR {a}.repo = '' OR {a}.repo = ?)")
+        params.append(flt.repo)
+    if flt.user_id is not None:
+        parts.append(f"{a}.user_id = ?")
+        params.append(flt.user_id)
+    if flt.agent_id is not None:
+        parts.append(f"({a}.agent_id IS NULL OR {a}.agent_id = ?)")
+        params.append(flt.agent_id)
+    if flt.slot_prefix is not None:
+        parts.append(f"substr({a}.slot_key, 1, length(?)) = ?")
+        params.extend([flt.slot_prefix, flt.slot_prefix])
+    if not flt.include_expired and flt.now is not None:
+        parts.append(f"({a}.expires_at IS NULL OR {a}.expires_at > ?)")
+        params.append(to_text(flt.now))
+    if not flt.include_superseded:
+        parts.append(f"{a}.superseded_by IS NULL")
+    if flt.as_of is not None:
+        when = to_text(flt.as_of)
+        parts.append(
+            f"(COALESCE({a}.valid_from, {a}.created_at) <= ? AND "
+            f"({a}.valid_to IS NULL OR {a}.valid_to > ?))"
+        )
+        params.extend([when, when])
+    if flt.pinned is not None:
+        parts.append(f"{a}.pinned = ?")
+        params.append(1 if flt.pinned else 0)
+    if flt.created_after is not None:
+        parts.append(f"{a}.created_at >= ?")
+        params.append(to_text(flt.created_after))
+    if flt.created_before is not None:
+        parts.append(f"{a}.created_at < ?")
+        params.append(to_text(flt.created_before))
+    if flt.exclude_ids:
+        parts.append(f"{a}.id NOT IN ({', '.join('?' * len(flt.exclude_ids))})")
+        params.extend(flt.exclude_ids)
+    return (" AND ".join(parts) or "1"), params

@@ -1,0 +1,118 @@
+"""Checks of user input: each failure names the field and the rule it breaks."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import ValidationError
+from .record import KINDS
+from .settings import Settings
+
+MAX_TAG_CHARS = 128
+MAX_SHORT_TEXT_CHARS = 1024
+
+
+def content(value: Any, settings: Settings, field: str = "content") -> str:
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a string")
+    if not value.strip():
+        raise ValidationError(field, "must not be empty or only whitespace")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > settings.max_content_bytes:
+        raise ValidationError(
+            field, f"must be at most {settings.max_content_bytes} bytes (got {size})"
+        )
+    return value
+
+
+def optional_text(value: Any, field: str, limit: int = MAX_SHORT_TEXT_CHARS) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a string")
+    if len(value) > limit:
+        raise ValidationError(field, f"must be at most {limit} characters")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters")
+    return value or None
+
+
+def unit_interval(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(field, "must be a number between 0 and 1")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise ValidationError(field, "must be a number between 0 and 1")
+    return number
+
+
+def kind(value: Any) -> str:
+    if value not in KINDS:
+        raise ValidationError("kind", "must be 'entry' or 'guide'")
+    return str(value)
+
+
+def tags(value: Any, settings: Settings) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValidationError("tags", "must be a list of strings")
+    out: list[str] = []
+    for tag in value:
+        if not isinstance(tag, str) or not tag.strip():
+            raise ValidationError("tags", "each tag must be a non-empty string")
+        if len(tag) > MAX_TAG_CHARS or "\x00" in tag:
+            raise ValidationError("tags", f"each tag must be at most {MAX_TAG_CHARS} characters")
+        if tag.strip() not in out:
+            out.append(tag.strip())
+    if len(out) > settings.max_tags:
+        raise ValidationError("tags", f"at most {settings.max_tags} tags")
+    return out
+
+
+def metadata(value: Any, settings: Settings) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("metadata", "must be a JSON object (a dict)")
+    try:
+        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("metadata", f"must be JSON-serialisable ({exc})") from exc
+    if len(text.encode("utf-8", errors="surrogatepass")) > settings.max_metadata_bytes:
+        raise ValidationError("metadata", f"must be at most {settings.max_metadata_bytes} bytes")
+    return json.loads(text)
+
+
+def limit(value: Any, settings: Settings) -> int:
+    """None -> the default; <= 0 is an error; above the maximum is clamped."""
+    if value is None:
+        return settings.search_default_limit
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("limit", "must be a whole number")
+    if value <= 0:
+        raise ValidationError("limit", "must be at least 1")
+    return min(value, settings.search_max_limit)
+
+
+def query(value: Any, settings: Settings) -> str:
+    if not isinstance(value, str):
+        raise ValidationError("query", "must be a string")
+    if not value.strip():
+        raise ValidationError("query", "must not be empty")
+    return value[: settings.max_query_chars]
+
+
+def entities(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValidationError("entities", "must be a list of strings")
+    if not all(isinstance(e, str) and e.strip() for e in value):
+        raise ValidationError("entities", "each entity must be a non-empty string")
+    return [e.strip() for e in value]

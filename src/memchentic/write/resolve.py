@@ -1,0 +1,180 @@
+"""Resolution of one write against what is stored (DESIGN section 4, steps 1-3).
+
+Runs inside the store's write transaction, so the check and the write are one
+atomic step for every thread and process writing the store:
+
+1. ``slot_key`` set: the same key in the same namespace is updated in place and
+   the old value moves to ``metadata["history"]``.
+2. guides: nearly the same guide merges into it, ``reinforcement`` + 1.
+3. entries: opposite polarity and cosine >= ``contradiction_threshold`` supersedes;
+   same polarity and cosine >= ``NEAR_DUP_THRESHOLD`` is refused (or, with the
+   ``reinforce`` policy, cosine >= ``dedup_threshold`` reinforces).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+
+from ..ids import new_id
+from ..record import Edge, MemoryRecord, Version, WriteResult
+from ..settings import Settings
+from ..store.base import MemoryFilter, Store
+
+#: Fields a slot update takes from the new write.
+_SLOT_FIELDS = (
+    "content", "title", "tier_l0", "tier_l1", "type", "tags", "path_hint", "repo",
+    "entities", "confidence", "importance", "polarity", "valid_from", "valid_to",
+    "expires_at", "user_id", "agent_id", "session_id",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class WriteContext:
+    store: Store
+    settings: Settings
+    actor: str
+    now: datetime
+    on_duplicate: str
+
+
+def snapshot(record: MemoryRecord) -> dict[str, object]:
+    return record.to_dict()
+
+
+def diff(before: MemoryRecord, after: MemoryRecord) -> dict[str, list[object]]:
+    """Changed fields as ``{field: [before, after]}`` (JSON-ready)."""
+    old, new = before.to_dict(), after.to_dict()
+    return {k: [old[k], new[k]] for k in new if old.get(k) != new[k]}
+
+
+def record_version(
+    ctx: WriteContext, memory_id: str, op: str, changes: dict[str, list[object]],
+    snap: dict[str, object] | None = None,
+) -> None:  # fmt: skip
+    ctx.store.add_version(
+        Version(memory_id, ctx.store.next_version(memory_id), op, ctx.actor, ctx.now, changes, snap)
+    )
+
+
+def update_with_version(
+    ctx: WriteContext, before: MemoryRecord, after: MemoryRecord, op: str,
+    vector: np.ndarray | None = None,
+) -> None:  # fmt: skip
+    ctx.store.update(after, vector)
+    record_version(ctx, after.id, op, diff(before, after))
+
+
+def resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
+    """Decide and apply one write; the caller holds ``store.write()``."""
+    if record.slot_key:
+        existing = ctx.store.find_slot(record.namespace, record.slot_key)
+        if existing is not None:
+            return _update_slot(ctx, existing, record, vector)
+    elif record.kind == "guide":
+        merged = _merge_guide(ctx, record, vector)
+        if merged is not None:
+            return merged
+    else:
+        resolved = _resolve_entry(ctx, record, vector)
+        if resolved is not None:
+            return resolved
+    return insert(ctx, record, vector)
+
+
+def insert(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
+    ctx.store.insert(record, vector)
+    record_version(ctx, record.id, "add", {}, snapshot(record))
+    return WriteResult("added", record.id, [record.id], memory=record)
+
+
+def _neighbours(
+    ctx: WriteContext, record: MemoryRecord, vector: np.ndarray, kind: str
+) -> list[tuple[MemoryRecord, float]]:
+    flt = MemoryFilter(namespaces=[record.namespace], kinds=[kind], now=ctx.now)
+    found = ctx.store.vector_search(vector, ctx.settings.write_neighbours, flt)
+    records = ctx.store.get_many([memory_id for memory_id, _ in found])
+    return [(records[i], cos) for i, cos in found if i in records]
+
+
+def _update_slot(
+    ctx: WriteContext, existing: MemoryRecord, new: MemoryRecord, vector: np.ndarray
+) -> WriteResult:
+    history = list(existing.metadata.get("history", []))
+    if existing.content != new.content:
+        history.append(
+            {
+                "content": existing.content,
+                "updated_at": existing.updated_at.isoformat() if existing.updated_at else None,
+                "replaced_at": ctx.now.isoformat(),
+            }
+        )
+    updated = replace(
+        existing,
+        **{f: getattr(new, f) for f in _SLOT_FIELDS},
+        updated_at=ctx.now,
+        metadata={**existing.metadata, **new.metadata, "history": history},
+    )
+    update_with_version(ctx, existing, updated, "slot_update", vector)
+    return WriteResult("updated", existing.id, [existing.id], memory=updated)
+
+
+def _merge_guide(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult | None:
+    for guide, cosine in _neighbours(ctx, record, vector, "guide"):
+        if cosine < ctx.settings.guide_merge_threshold:
+            break
+        merged = replace(
+            guide,
+            reinforcement=guide.reinforcement + 1,
+            expires_at=_later(guide.expires_at, record.expires_at),
+            tags=list(dict.fromkeys([*guide.tags, *record.tags])),
+        )
+        update_with_version(ctx, guide, merged, "merge")
+        return WriteResult("merged", guide.id, [guide.id], similarity=cosine, memory=merged)
+    return None
+
+
+def _resolve_entry(
+    ctx: WriteContext, record: MemoryRecord, vector: np.ndarray
+) -> WriteResult | None:
+    s = ctx.settings
+    neighbours = _neighbours(ctx, record, vector, "entry")
+    for old, cosine in neighbours:  # contradictions first: negations look like duplicates
+        if old.polarity != record.polarity and cosine >= s.contradiction_threshold:
+            return _supersede(ctx, old, record, vector, cosine)
+    if ctx.on_duplicate == "keep":
+        return None
+    threshold = s.dedup_threshold if ctx.on_duplicate == "reinforce" else s.near_dup_threshold
+    for old, cosine in neighbours:
+        if old.polarity != record.polarity or cosine < threshold:
+            continue
+        if ctx.on_duplicate == "reinforce":
+            bumped = replace(
+                old,
+                reinforcement=old.reinforcement + 1,
+                expires_at=_later(old.expires_at, record.expires_at),
+            )
+            update_with_version(ctx, old, bumped, "reinforce")
+            return WriteResult("reinforced", old.id, [old.id], similarity=cosine, memory=bumped)
+        return WriteResult(
+            "refused", old.id, [old.id], reason="near_duplicate", similarity=cosine, memory=old
+        )
+    return None
+
+
+def _supersede(
+    ctx: WriteContext, old: MemoryRecord, new: MemoryRecord, vector: np.ndarray, cosine: float
+) -> WriteResult:
+    insert(ctx, new, vector)
+    ctx.store.add_edge(Edge(new_id(), new.id, old.id, "supersedes", 1.0, ctx.now))
+    record_version(ctx, old.id, "superseded", {"superseded_by": [None, new.id]})
+    return WriteResult("superseded", new.id, [new.id, old.id], similarity=cosine, memory=new)
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    """The later expiry; ``None`` (permanent) wins."""
+    if a is None or b is None:
+        return None
+    return max(a, b)
