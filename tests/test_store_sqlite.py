@@ -1,0 +1,100 @@
+"""The SQLite store: one file, WAL, migrations, the vector index, threads and processes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+import threading
+from pathlib import Path
+
+from memchentic import HashEmbedder, Memory
+from memchentic.store.migrations.sqlite import MIGRATIONS
+
+
+def test_one_file_in_wal_mode_with_a_migration_table(mem: Memory, db_path: Path):
+    mem.add("Ana writes the release notes")
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+    assert rows == [(i, f.__name__) for i, f in enumerate(MIGRATIONS, start=1)]
+    assert mem.store.schema_version() == len(MIGRATIONS)
+
+
+def test_reopen_keeps_everything_and_migrations_run_once(db_path: Path):
+    with Memory(path=db_path, embedder="hash") as m:
+        ids = [r.id for r in m.add_many([f"persisted fact {i} about ducks" for i in range(25)])]
+    with Memory(path=db_path, embedder="hash") as m:
+        assert {r.id for r in m.list(limit=100)} == set(ids)
+        assert len(m.search("ducks", limit=50)) == 25
+        assert m.store.schema_version() == len(MIGRATIONS)
+
+
+def test_vector_index_file_is_reused_and_replays_later_writes(db_path: Path):
+    with Memory(path=db_path, embedder="hash") as m:
+        m.add_many([f"harbour report {i}: ship count {i * 3}" for i in range(30)])
+    assert db_path.with_name(db_path.name + ".vectors").exists()
+    # another handle writes after the index was saved; the next open must replay it
+    with Memory(path=db_path, embedder="hash") as writer:
+        late = writer.add("lighthouse keeper changed shifts").id
+        writer.store._index = None  # do not save: simulate a process that was killed
+        writer.store._closed = True
+    with Memory(path=db_path, embedder="hash") as m:
+        assert m.search("lighthouse keeper shifts", limit=1)[0].id == late
+
+
+def _writer(path: str, worker: int, count: int) -> None:
+    with Memory(path=path, embedder=HashEmbedder()) as m:
+        for i in range(count):
+            m.add(f"worker {worker} wrote unique fact {i} code {worker * 1000 + i}")
+            m.add("every worker writes this exact shared sentence")
+
+
+def test_several_processes_write_one_file_without_loss_or_duplicates(db_path: Path):
+    Memory(path=db_path, embedder="hash").close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(db_path), w, 15)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with Memory(path=db_path, embedder="hash") as m:
+        rows = m.list(limit=1000)
+        contents = [r.content for r in rows]
+        assert contents.count("every worker writes this exact shared sentence") == 1
+        assert len(rows) == 3 * 15 + 1
+        hits = m.search("worker 2 wrote unique fact 9 code 2009", limit=1)
+        assert hits[0].memory.content == "worker 2 wrote unique fact 9 code 2009"
+
+
+def test_several_threads_share_one_memory(mem: Memory):
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(20):
+                mem.add(f"thread {t} fact {i} number {t * 100 + i}")
+                mem.add("all threads write this sentence")
+                mem.search(f"thread {t} fact")
+        except BaseException as exc:  # noqa: BLE001 - report any failure in the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    contents = [r.content for r in mem.list(limit=1000)]
+    assert len(contents) == 4 * 20 + 1
+    assert contents.count("all threads write this sentence") == 1
+
+
+def test_filtered_vector_search_in_a_large_store_finds_a_small_namespace(db_path, settings):
+    settings.search_exact_vector_rows = 50
+    with Memory(path=db_path, embedder="hash", settings=settings) as m:
+        m.add_many([f"common bulk row {i}" for i in range(400)], user_id="bulk",
+                   on_duplicate="keep")  # fmt: skip
+        small = m.add("tiny namespace row about otters", user_id="tiny")
+        hits = m.search("common bulk row", user_id="tiny")
+        assert [h.id for h in hits] == [small.id]
