@@ -79,6 +79,10 @@ class Memory:
         self.polarity = polarity or RulePolarity()
         self.entity_extractor = entities or RuleEntities()
         self.reranker = reranker
+        if self.settings.memory_reranker_enabled and reranker is None:
+            raise ValidationError(
+                "reranker", "MEMORY_RERANKER_ENABLED needs a reranker: Memory(reranker=...)"
+            )
         self.embedder = get_embedder(embedder, self.settings)
         if isinstance(store, Store):
             self.store = store
