@@ -98,3 +98,19 @@ def test_filtered_vector_search_in_a_large_store_finds_a_small_namespace(db_path
         small = m.add("tiny namespace row about otters", user_id="tiny")
         hits = m.search("common bulk row", user_id="tiny")
         assert [h.id for h in hits] == [small.id]
+
+
+def test_a_rolled_back_write_leaves_no_vector_behind(mem: Memory):
+    class Boom(Exception):
+        pass
+
+    try:
+        with mem.store.write():
+            mem.add("phantom row about quasars")
+            assert mem.search("phantom quasars")  # seen inside the transaction
+            raise Boom
+    except Boom:
+        pass
+    assert mem.search("phantom quasars") == []
+    real = mem.add("real row about pulsars")
+    assert [h.id for h in mem.search("real pulsars")] == [real.id]

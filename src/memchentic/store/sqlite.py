@@ -91,6 +91,16 @@ class SQLiteStore(Store):
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # A query tokenizer with the index's own rules (see _stems), created
+            # outside any transaction so a rollback cannot take it away.
+            conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens "
+                f"USING fts5(word, tokenize='{TOKENIZER}')"
+            )
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms "
+                "USING fts5vocab(temp, query_tokens, instance)"
+            )
         except sqlite3.DatabaseError as exc:
             raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
         with self._conns_lock:
@@ -157,10 +167,20 @@ class SQLiteStore(Store):
                 if not _is_locked(exc) or attempt == _LOCK_RETRIES - 1:
                     raise StoreError(f"could not lock the store: {exc}") from exc
                 time.sleep(min(1.0, 0.01 * 2**attempt) * (0.5 + random.random()))
+        index = self._index
+        seq_at_start = index.applied_seq if index is not None else None
         try:
             yield
         except BaseException:
             conn.execute("ROLLBACK")
+            with self._index_lock:
+                # The index may hold vectors of rows that were never committed, and
+                # the log's sequence numbers will be reused: rebuild it on next use.
+                current = self._index
+                if current is not None and (
+                    current is not index or current.applied_seq != seq_at_start
+                ):
+                    self._index = None
             raise
         conn.execute("COMMIT")
 
@@ -429,16 +449,6 @@ class SQLiteStore(Store):
         if not words:
             return []
         conn = self.conn
-        if not getattr(self._local, "tokenizer_ready", False):
-            conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens "
-                f"USING fts5(word, tokenize='{TOKENIZER}')"
-            )
-            conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms "
-                "USING fts5vocab(temp, query_tokens, instance)"
-            )
-            self._local.tokenizer_ready = True
         conn.executemany(
             "INSERT INTO temp.query_tokens(rowid, word) VALUES (?, ?)",
             list(enumerate(words, start=1)),
