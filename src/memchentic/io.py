@@ -113,8 +113,8 @@ def _parse_record(data: Any, mem: Memory) -> MemoryRecord:
     values["kind"] = check.kind(values.get("kind", "entry"))
     values["tags"] = check.tags(values.get("tags"), mem.settings)
     values["metadata"] = check.metadata(values.get("metadata"), mem.settings)
-    for name in ("confidence", "importance"):
-        values[name] = check.unit_interval(values.get(name, 1.0), name)
+    for name, default in (("confidence", 1.0), ("importance", 0.5)):
+        values[name] = check.unit_interval(values.get(name, default), name)
     if values.get("created_at") is None:
         raise ValidationError("created_at", "is required")
     values.setdefault("updated_at", values["created_at"])
@@ -181,7 +181,9 @@ def import_jsonl(
             continue
         try:
             parsed.append(_parse_line(number, text, mem))
-        except (MemchenticError, KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
+            report.errors.append((number, f"{exc.args[0]}: is required"))
+        except (MemchenticError, TypeError, ValueError) as exc:
             report.errors.append((number, str(exc)))
     if strict and report.errors:
         return report

@@ -3,11 +3,14 @@ module, then runs the write path or the read path against the store."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from . import validation as check
 from .access import TRUSTED, AccessPolicy, Principal, read_scope, scope_namespace
@@ -34,14 +37,12 @@ from .record import (
 )
 from .retrieval import pipeline
 from .retrieval.profiles import SearchProfile, get_profile
-from .settings import Settings
+from .settings import Settings, load_settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
 from .write.polarity import PolarityClassifier, RulePolarity
 from .write.resolve import WriteContext, diff, record_version, resolve
 from .write.secrets import find_secrets, redact
-
-_UNSET: Any = object()
 
 
 @dataclass(slots=True)
@@ -73,7 +74,7 @@ class Memory:
         reranker: pipeline.Reranker | None = None,
         check_embedder: bool = True,
     ) -> None:
-        self.settings = settings or Settings()
+        self.settings = settings or load_settings()
         self.principal = principal
         self.access = access or AccessPolicy()
         self.polarity = polarity or RulePolarity()
@@ -92,7 +93,11 @@ class Memory:
             )
         self._owns_store = not isinstance(store, Store)
         if check_embedder:
-            self._check_embedder()
+            try:
+                self._check_embedder()
+            except BaseException:
+                self.close()
+                raise
 
     # --- lifecycle --------------------------------------------------------------------
     def _check_embedder(self) -> None:
@@ -180,7 +185,7 @@ class Memory:
 
     def add_many(
         self, items: Iterable[str | Mapping[str, Any]], **common: Any
-    ) -> list[WriteResult]:
+    ) -> builtins.list[WriteResult]:
         """Remember several memories with one batched embedding call; each item is a
         string or a mapping of :meth:`add` options (``common`` applies to all)."""
         prepared: list[_Prepared] = []
@@ -192,7 +197,11 @@ class Memory:
         if not prepared:
             return []
         todo = [p for p in prepared if p.refusal is None]
-        vectors = self.embedder.embed_batch([p.text_for_embedding for p in todo]) if todo else []
+        vectors = (
+            self.embedder.embed_batch([p.text_for_embedding for p in todo])
+            if todo
+            else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        )
         by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
         results: list[WriteResult] = []
         with self.store.write():
@@ -303,7 +312,7 @@ class Memory:
         record.metadata["redacted"] = kinds
         return None
 
-    def _entities(self, record: MemoryRecord) -> list[str]:
+    def _entities(self, record: MemoryRecord) -> builtins.list[str]:
         text = " ".join(filter(None, (record.title, record.content)))
         return self.entity_extractor.extract(text)[:64]
 
@@ -426,7 +435,7 @@ class Memory:
             self.store.add_edge(edge)
         return edge
 
-    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]:
+    def edges(self, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
         """Edges from or to a memory (only those whose other end the caller can see)."""
         self._visible(memory_id)
         out = []
@@ -447,7 +456,7 @@ class Memory:
             self._touch([record], self._now(now))
         return record
 
-    def history(self, memory_id: str) -> list[Version]:
+    def history(self, memory_id: str) -> builtins.list[Version]:
         """Every version of a memory, oldest first (a deleted memory keeps its tombstone)."""
         if self.store.get(memory_id) is not None:
             self._visible(memory_id)
@@ -471,7 +480,7 @@ class Memory:
         offset: int = 0,
         newest_first: bool = True,
         now: datetime | str | None = None,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Memories in scope, newest first (expired and superseded ones only on request)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValidationError("limit", "must be a whole number >= 1")
@@ -483,7 +492,7 @@ class Memory:
             tags=check.tags(tags, self.settings) or None,
             include_expired=include_expired, include_superseded=include_superseded,
         )  # fmt: skip
-        return self.store.list(flt, limit=limit, offset=offset, newest_first=newest_first)
+        return self.store.list_memories(flt, limit=limit, offset=offset, newest_first=newest_first)
 
     def search(
         self,
@@ -506,7 +515,7 @@ class Memory:
         include_trace: bool = False,
         intent: str | None = None,
         tier: str | None = None,
-    ) -> list[SearchHit]:
+    ) -> builtins.list[SearchHit]:
         """The memories that best answer ``query``, best first (DESIGN section 3)."""
         text = check.query(query, self.settings)
         count = check.limit(limit, self.settings)
@@ -543,7 +552,7 @@ class Memory:
         namespace: str | None = None,
         limit: int | None = None,
         now: datetime | str | None = None,
-    ) -> list[SearchHit]:
+    ) -> builtins.list[SearchHit]:
         """Memories naming ``entity``, across every readable namespace, newest first;
         each hit's score is its decayed confidence (it does not drive the order)."""
         if not isinstance(entity, str) or not entity.strip():
@@ -604,7 +613,7 @@ class Memory:
         return reindex(self, **kwargs)
 
 
-def _types(value: str | Sequence[str] | None) -> list[str] | None:
+def _types(value: str | Sequence[str] | None) -> builtins.list[str] | None:
     if value is None:
         return None
     values = [value] if isinstance(value, str) else list(value)

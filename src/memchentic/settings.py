@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
+from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ValidationError
 
 Profile = Literal["rrf", "cosine_decay", "hybrid"]
 SecretPolicy = Literal["refuse", "redact", "allow"]
@@ -194,3 +197,14 @@ class Settings(BaseSettings):
     @property
     def default_store(self) -> str:
         return self.store_url or str(self.home_path / "memory.db")
+
+
+def load_settings(**values: Any) -> Settings:
+    """Settings from the environment (and ``values``); a bad value raises our
+    :class:`~memchentic.errors.ValidationError` naming the setting."""
+    try:
+        return Settings(**values)
+    except PydanticValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(part) for part in first.get("loc", ())) or "settings"
+        raise ValidationError(name, first.get("msg", "invalid value")) from None

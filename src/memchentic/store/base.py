@@ -133,7 +133,7 @@ class Store(ABC):
     def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None: ...
 
     @abstractmethod
-    def list(
+    def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
     ) -> list[MemoryRecord]: ...
 
@@ -183,6 +183,10 @@ class Store(ABC):
 
     @abstractmethod
     def next_version(self, memory_id: str) -> int: ...
+
+    @abstractmethod
+    def purge_versions(self, memory_id: str) -> None:
+        """Drop every version of a memory (their snapshots hold its content)."""
 
     @abstractmethod
     def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:

@@ -301,7 +301,7 @@ class SQLiteStore(Store):
         ).fetchone()
         return row_to_record(row) if row else None
 
-    def list(
+    def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
     ) -> list[MemoryRecord]:
         cond, params = where(flt)
