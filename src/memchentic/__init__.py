@@ -6,6 +6,7 @@ from .embed import Embedder, HashEmbedder, get_embedder, register_embedder
 from .errors import (
     EmbedderError,
     EmbedderMismatchError,
+    ForbiddenError,
     MemchenticError,
     NamespaceError,
     NotAStoreError,
@@ -24,6 +25,7 @@ __all__ = [
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "ForbiddenError",
     "HashEmbedder",
     "MemchenticError",
     "Memory",

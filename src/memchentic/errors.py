@@ -6,6 +6,7 @@
     ├── ValidationError              bad input: carries ``field`` and ``rule``
     │   └── NamespaceError           malformed or unknown namespace
     ├── NotFoundError                no such memory (or one the caller cannot see)
+    ├── ForbiddenError               the caller sees the memory but may not change it
     ├── StoreError                   the store cannot be opened or used
     │   ├── NotAStoreError           the file is not a memchentic store
     │   └── EmbedderMismatchError    the store was built with another embedder
@@ -62,6 +63,16 @@ class NotFoundError(MemchenticError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.message
+
+
+class ForbiddenError(MemchenticError):
+    """The caller can read the memory but may not change it."""
+
+    code = "forbidden"
+
+    def __init__(self, memory_id: str) -> None:
+        self.memory_id = memory_id
+        super().__init__(f"you may not change memory {memory_id}")
 
 
 class StoreError(MemchenticError):

@@ -193,7 +193,11 @@ def import_jsonl(
             if kind != "memory":
                 continue
             record, vector = item
-            if not mem.access.can_write(mem.principal, record.namespace, record.type):
+            try:
+                allowed = mem.access.can_write(mem.principal, record.namespace, record.type)
+            except ValidationError:
+                allowed = False
+            if not allowed:
                 report.skipped += 1
                 continue
             if store.get(record.id) is not None:

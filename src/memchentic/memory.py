@@ -4,6 +4,7 @@ module, then runs the write path or the read path against the store."""
 from __future__ import annotations
 
 import builtins
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -14,9 +15,17 @@ import numpy as np
 
 from . import validation as check
 from .access import TRUSTED, AccessPolicy, Principal, read_scope, scope_namespace
+from .access.directory import Directory
+from .access.policy import CHARTER_TYPE
 from .clock import as_utc, utcnow
 from .embed import Embedder, get_embedder
-from .errors import EmbedderMismatchError, NotFoundError, ValidationError
+from .errors import (
+    EmbedderMismatchError,
+    ForbiddenError,
+    NamespaceError,
+    NotFoundError,
+    ValidationError,
+)
 from .graph.entities import EntityExtractor, RuleEntities
 from .ids import new_id
 from .lifetime import (
@@ -92,6 +101,7 @@ class Memory:
                 str(store or path or self.settings.default_store), self.settings
             )
         self._owns_store = not isinstance(store, Store)
+        self.access.bind(self.store)
         if check_embedder:
             try:
                 self._check_embedder()
@@ -119,6 +129,28 @@ class Memory:
     def close(self) -> None:
         if self._owns_store:
             self.store.close()
+
+    @property
+    def directory(self) -> Directory:
+        """Identities, groups, orgs and grants, as this principal may manage them."""
+        return Directory(self.store, self.access, self.principal)
+
+    def as_identity(self, name: str) -> Memory:
+        """A view of this memory that runs every call as the identity ``name``
+        (``alice``, ``user:alice`` or ``agent:sophie``) under the access rules.
+        On the trusted local principal an unknown name creates that identity."""
+        if not self.principal.trusted:
+            raise ValidationError("identity", "only the trusted local principal can switch")
+        if not isinstance(name, str):
+            raise ValidationError("identity", "must be NAME, user:NAME or agent:NAME")
+        kind, _, key = name.partition(":") if ":" in name else ("user", "", name)
+        if kind not in ("user", "agent"):
+            raise ValidationError("identity", "must be NAME, user:NAME or agent:NAME")
+        identity = self.store.find_identity(key, kind) or self.directory.create_identity(key, kind)
+        view = copy.copy(self)
+        view.principal = Principal(identity.name, trusted=False, identity_id=identity.id)
+        view._owns_store = False
+        return view
 
     def __enter__(self) -> Memory:
         return self
@@ -150,14 +182,14 @@ class Memory:
         if not isinstance(memory_id, str) or not memory_id:
             raise ValidationError("id", "must be a non-empty string")
         record = self.store.get(memory_id)
-        if record is None or not self.access.can_read(self.principal, record):
+        if record is None or not self.access.can_read(self.principal, record.namespace):
             raise NotFoundError(memory_id)
         return record
 
     def _writable(self, memory_id: str) -> MemoryRecord:
         record = self._visible(memory_id)
         if not self.access.can_write(self.principal, record.namespace, record.type):
-            raise NotFoundError(memory_id)
+            raise ForbiddenError(memory_id)
         return record
 
     def _ctx(self, now: datetime, on_duplicate: str | None = None) -> WriteContext:
@@ -246,12 +278,12 @@ class Memory:
     ) -> _Prepared:
         s = self.settings
         text = check.content(content, s)
-        ns = scope_namespace(
-            namespace=namespace, user_id=user_id, agent_id=agent_id, default_user=s.default_user_id
-        )
+        ns = self._write_namespace(namespace, user_id, agent_id)
         type_ = normalise_type(type)
         if not self.access.can_write(self.principal, ns, type_):
-            raise ValidationError("namespace", f"you cannot write to {ns}")
+            raise NamespaceError("namespace", "you cannot write to this namespace")
+        if type_ == CHARTER_TYPE:
+            slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
         created = as_utc(created_at, "created_at") or self._now(now)
         record = MemoryRecord(
             id=new_id(int(created.timestamp() * 1000)),
@@ -293,6 +325,22 @@ class Memory:
         record.entities = given if given is not None else self._entities(record)
         embed_text = f"{record.title}\n{record.content}" if record.title else record.content
         return _Prepared(record, embed_text)
+
+    def _write_namespace(
+        self, namespace: str | None, user_id: str | None, agent_id: str | None
+    ) -> str:
+        """Canonical namespace of a write; an identity's default is its private one."""
+        default = self.access.default_namespace(self.principal)
+        if namespace is None and user_id is None and agent_id is None and default:
+            return default
+        ns = scope_namespace(
+            namespace=namespace, user_id=user_id, agent_id=agent_id,
+            default_user=self.settings.default_user_id,
+        )  # fmt: skip
+        canonical = self.access.resolve(ns, strict=not self.principal.trusted)
+        if canonical is None:  # unknown names answer like forbidden ones
+            raise NamespaceError("namespace", "you cannot write to this namespace")
+        return canonical
 
     def _apply_secret_policy(self, record: MemoryRecord, policy: str) -> WriteResult | None:
         if policy not in ("refuse", "redact", "allow"):
@@ -403,10 +451,11 @@ class Memory:
         Its history keeps one tombstone version (no content)."""
         now = utcnow()
         with self.store.write():
-            self._writable(memory_id)
+            record = self._writable(memory_id)
             self.store.delete(memory_id)
             self.store.purge_versions(memory_id)
-            record_version(self._ctx(now), memory_id, "delete", {})
+            tomb = {"namespace": [record.namespace, None]}
+            record_version(self._ctx(now), memory_id, "delete", tomb)
         return WriteResult("deleted", memory_id, [memory_id])
 
     forget = delete
@@ -442,7 +491,7 @@ class Memory:
         for edge in self.store.edges(memory_id, kind=kind):
             other = edge.target if edge.source == memory_id else edge.source
             record = self.store.get(other)
-            if record is not None and self.access.can_read(self.principal, record):
+            if record is not None and self.access.can_read(self.principal, record.namespace):
                 out.append(edge)
         return out
 
@@ -463,6 +512,10 @@ class Memory:
         versions = self.store.versions(memory_id)
         if not versions:
             raise NotFoundError(memory_id)
+        if versions[-1].op == "delete":  # a tombstone keeps only where the memory lived
+            namespace = versions[-1].changes.get("namespace", [None])[0]
+            if namespace is None or not self.access.can_read(self.principal, namespace):
+                raise NotFoundError(memory_id)
         return versions
 
     def list(

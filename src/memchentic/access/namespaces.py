@@ -39,8 +39,7 @@ def parse_namespace(text: str, field: str = "namespace") -> Namespace:
     """Parse and normalise a namespace; anything malformed is an error, never a guess."""
     if not isinstance(text, str):
         raise NamespaceError(field, "must be a string like 'user:alice'")
-    kind, sep, rest = text.strip().partition(":")
-    kind = kind.lower()
+    kind, sep, rest = text.partition(":")  # no trimming, no case folding: exact or denied
     if kind == "ring":
         kind = "group"
     if not sep or kind not in NAMESPACE_KINDS:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..access.model import Grant, Identity, Membership, Team
 from ..record import Edge, MemoryRecord, Version
 
 
@@ -194,6 +195,51 @@ class Store(ABC):
 
     @abstractmethod
     def entity_counts(self, flt: MemoryFilter) -> dict[str, int]: ...
+
+    # --- directory: identities, teams, memberships, grants (access decides, not us) ---
+    @abstractmethod
+    def save_identity(self, identity: Identity) -> None:
+        """Insert, or update the name of, an identity."""
+
+    @abstractmethod
+    def find_identity(self, key: str, kind: str | None = None) -> Identity | None:
+        """By id first, then by name (of ``kind`` when given)."""
+
+    @abstractmethod
+    def list_identities(self, kind: str | None = None) -> list[Identity]: ...
+
+    @abstractmethod
+    def save_team(self, team: Team) -> None: ...
+
+    @abstractmethod
+    def find_team(self, kind: str, key: str) -> Team | None:
+        """By id first, then by name."""
+
+    @abstractmethod
+    def list_teams(self, kind: str) -> list[Team]: ...
+
+    @abstractmethod
+    def save_membership(self, membership: Membership) -> None: ...
+
+    @abstractmethod
+    def delete_membership(self, team_kind: str, team_id: str, identity_id: str) -> bool: ...
+
+    @abstractmethod
+    def members(self, team_kind: str, team_id: str) -> list[Membership]: ...
+
+    @abstractmethod
+    def memberships_of(self, identity_id: str) -> list[tuple[Team, Membership]]: ...
+
+    @abstractmethod
+    def save_grant(self, grant: Grant) -> None: ...
+
+    @abstractmethod
+    def delete_grant(self, namespace: str, grantee: str) -> bool: ...
+
+    @abstractmethod
+    def grants(
+        self, *, namespace: str | None = None, grantee: str | None = None
+    ) -> list[Grant]: ...
 
     # --- maintenance ----------------------------------------------------------------
     @abstractmethod

@@ -141,7 +141,47 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+def m002_directory(conn: sqlite3.Connection) -> None:
+    run_script(
+        conn,
+        """
+        CREATE TABLE identities (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (kind, name)
+        );
+        CREATE TABLE teams (
+            id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (kind, id),
+            UNIQUE (kind, name)
+        );
+        CREATE TABLE memberships (
+            team_kind TEXT NOT NULL,
+            team_id TEXT NOT NULL,
+            identity_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1,
+            PRIMARY KEY (team_kind, team_id, identity_id)
+        );
+        CREATE INDEX ix_memberships_identity ON memberships(identity_id);
+        CREATE TABLE grants (
+            id TEXT PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            grantee TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (namespace, grantee)
+        );
+        CREATE INDEX ix_grants_grantee ON grants(grantee);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_directory]
 
 
 def migrate(conn: sqlite3.Connection) -> int:

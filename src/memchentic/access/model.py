@@ -1,0 +1,85 @@
+"""Who exists: identities, groups and orgs (teams), memberships and share grants."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from ..clock import to_text
+
+IdentityKind = Literal["user", "agent"]
+TeamKind = Literal["group", "org"]
+Role = Literal["member", "admin"]
+IDENTITY_KINDS: tuple[str, ...] = ("user", "agent")
+TEAM_KINDS: tuple[str, ...] = ("group", "org")
+ROLES: tuple[str, ...] = ("member", "admin")
+
+
+def _dict(obj: Any) -> dict[str, Any]:
+    out = asdict(obj)
+    for key, value in out.items():
+        if isinstance(value, datetime):
+            out[key] = to_text(value)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A user or an agent. ``id`` is stable (namespaces hold it); ``name`` can change."""
+
+    id: str
+    kind: str
+    name: str
+    created_at: datetime
+
+    @property
+    def namespace(self) -> str:
+        """The identity's private namespace."""
+        return f"{self.kind}:{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    """A group ("ring") or an org."""
+
+    id: str
+    kind: str
+    name: str
+    created_at: datetime
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    team_kind: str
+    team_id: str
+    identity_id: str
+    role: str = "member"
+    #: Org members can be inactive (they read nothing of the org); group members are active.
+    active: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Lets ``grantee`` read the federated namespace ``namespace``."""
+
+    id: str
+    namespace: str
+    grantee: str
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dict(self)
