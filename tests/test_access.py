@@ -8,6 +8,7 @@ import io
 import itertools
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -139,25 +140,22 @@ def _check_matrix(mem: Memory, world: World, tmp: Path) -> int:
             assert (memory_id in exported) == readable, ("export", who, ns)
             assert bool(view.list(namespace=ns)) == readable, ("list ns", who, ns)
             denied = _not_found_answer(memory_id)
-            for op, call in (
-                ("get", lambda i=memory_id: view.get(i)),
-                ("history", lambda i=memory_id: view.history(i)),
-            ):
+            for op in ("get", "history"):
+                call = partial(getattr(view, op), memory_id)
                 assert _answer(call) == ("ok" if readable else denied), (op, who, ns)
             expected_change = "ok" if writable else (
                 (ForbiddenError, *_forbidden(memory_id)) if readable else denied
             )  # fmt: skip
-            assert _answer(lambda i=memory_id: view.relate(own, i, "related_to", 0.5)) == (
-                expected_change
-            ), ("relate", who, ns)
-            assert _answer(
-                lambda i=memory_id: view.revise(i, f"Secret plan {_token(ns)} for Zephyr v2")
-            ) == expected_change, ("revise", who, ns)  # fmt: skip
+            relate = partial(view.relate, own, memory_id, "related_to", 0.5)
+            assert _answer(relate) == expected_change, ("relate", who, ns)
+            revise = partial(view.revise, memory_id, f"Secret plan {_token(ns)} for Zephyr v2")
+            assert _answer(revise) == expected_change, ("revise", who, ns)
             victim = mem.add(f"Disposable {_token(ns)} {who}", namespace=ns).id
             expected_delete = "ok" if writable else (
                 (ForbiddenError, *_forbidden(victim)) if readable else _not_found_answer(victim)
             )  # fmt: skip
-            assert _answer(lambda v=victim: view.delete(v)) == expected_delete, ("delete", who, ns)
+            delete = partial(view.delete, victim)
+            assert _answer(delete) == expected_delete, ("delete", who, ns)
             checked += 11
             # writes into the namespace: allowed, or the same refusal for all others
             try:

@@ -454,7 +454,7 @@ class Memory:
             record = self._writable(memory_id)
             self.store.delete(memory_id)
             self.store.purge_versions(memory_id)
-            tomb = {"namespace": [record.namespace, None]}
+            tomb: dict[str, list[object]] = {"namespace": [record.namespace, None]}
             record_version(self._ctx(now), memory_id, "delete", tomb)
         return WriteResult("deleted", memory_id, [memory_id])
 

@@ -59,9 +59,12 @@ class Directory:
         )
         if found is None or not visible:
             raise ValidationError("team", f"unknown {kind}: {key}")
-        if admin and not self.principal.trusted:
-            if found.namespace not in self.policy.scope(self.principal).admin_of:
-                raise ValidationError("team", f"only admins of {kind}:{key} can change it")
+        if (
+            admin
+            and not self.principal.trusted
+            and found.namespace not in self.policy.scope(self.principal).admin_of
+        ):
+            raise ValidationError("team", f"only admins of {kind}:{key} can change it")
         return found
 
     def _free_id(self, name: str, taken: bool) -> str:
@@ -260,7 +263,9 @@ class Directory:
         canonical = self.policy.resolve(namespace, strict=True)
         if canonical is None:
             raise ValidationError("namespace", f"unknown federated namespace: {namespace}")
-        if not self.principal.trusted:
-            if canonical not in self.policy.scope(self.principal).writable:
-                raise ValidationError("namespace", f"unknown federated namespace: {namespace}")
+        if (
+            not self.principal.trusted
+            and canonical not in self.policy.scope(self.principal).writable
+        ):
+            raise ValidationError("namespace", f"unknown federated namespace: {namespace}")
         return canonical

@@ -28,7 +28,9 @@ def _grant(row: tuple[Any, ...]) -> Grant:
 class SQLiteDirectory:
     """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore` (uses ``conn`` and ``write``)."""
 
-    conn: sqlite3.Connection
+    @property
+    def conn(self) -> sqlite3.Connection:  # provided by SQLiteStore
+        raise NotImplementedError
 
     def save_identity(self, identity: Identity) -> None:
         with self.write():  # type: ignore[attr-defined]
