@@ -138,7 +138,8 @@ def _memory(
         for warning in caught:
             _warn(str(warning.message))
         with mem:
-            yield mem
+            acting = _ACTING_AS[0]
+            yield mem.as_identity(acting) if acting else mem
     except NotFoundError as exc:
         _fail(str(exc), 1)
     except MemchenticError as exc:
@@ -252,6 +253,10 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+#: Identity every command runs as (``--as``); None = the trusted local principal.
+_ACTING_AS: list[str | None] = [None]
+
+
 @app.callback()
 def main(
     version: Annotated[
@@ -260,11 +265,18 @@ def main(
             "--version", callback=_version, is_eager=True, help="Show the version and exit."
         ),
     ] = False,
+    as_identity: Annotated[
+        str | None,
+        typer.Option(
+            "--as", help="Run as this identity (NAME or agent:NAME) under the access rules."
+        ),
+    ] = None,
 ) -> None:
     """Long-term memory for AI agents: remember, search, revise and forget memories.
 
     Example: memchentic add "Sam prefers green tea" --user sam --type preference
     """
+    _ACTING_AS[0] = as_identity
 
 
 @app.command()
@@ -659,3 +671,12 @@ def stats(
         _echo_json(report)
     else:
         _out().print(_fields_table(report))
+
+
+def _register_subcommands() -> None:
+    from .cli_directory import register
+
+    register(app)
+
+
+_register_subcommands()

@@ -1,0 +1,254 @@
+"""CLI for the directory: identities, groups, orgs, memberships and grants.
+
+Registered on the main app by ``cli.py``; every command opens the store, calls
+one :class:`~memchentic.access.directory.Directory` method, prints the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+
+from .cli import EmbedderOpt, JsonOpt, StoreOpt, _echo_json, _memory, _out, _table
+
+identity_app = typer.Typer(help="Users and agents.", no_args_is_help=True)
+group_app = typer.Typer(
+    help="Groups (also called rings): members and admins.", no_args_is_help=True
+)
+org_app = typer.Typer(help="Orgs: active and inactive members, admins.", no_args_is_help=True)
+grant_app = typer.Typer(help="Share grants of federated namespaces.", no_args_is_help=True)
+
+NameArg = Annotated[str, typer.Argument(help="A name: letters, digits, '_ . @ + -'.")]
+IdentityArg = Annotated[str, typer.Argument(help="An identity: NAME, user:NAME or agent:NAME.")]
+AdminsOpt = Annotated[list[str] | None, typer.Option("--admin", help="An admin (repeatable).")]
+MembersOpt = Annotated[list[str] | None, typer.Option("--member", help="A member (repeatable).")]
+RoleOpt = Annotated[str, typer.Option("--role", help="member or admin.")]
+
+
+def _show(items: Sequence[Any], as_json: bool, columns: Sequence[str]) -> None:
+    rows = [item.to_dict() for item in items]
+    if as_json:
+        _echo_json(rows)
+        return
+    table = _table()
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(row.get(c, "")) for c in columns))
+    _out().print(table)
+
+
+# --- identities -------------------------------------------------------------------------
+@identity_app.command("create")
+def identity_create(
+    name: NameArg,
+    agent: Annotated[bool, typer.Option("--agent", help="An agent, not a user.")] = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a user (or, with --agent, an agent).
+
+    Example: memchentic identity create sophie --agent
+    """
+    with _memory(store, embedder) as mem:
+        made = mem.directory.create_identity(name, "agent" if agent else "user")
+    _show([made], as_json, ["id", "kind", "name"])
+
+
+@identity_app.command("list")
+def identity_list(
+    store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+) -> None:
+    """List identities.
+
+    Example: memchentic identity list --json
+    """
+    with _memory(store, embedder) as mem:
+        found = mem.directory.identities()
+    _show(found, as_json, ["id", "kind", "name", "created_at"])
+
+
+@identity_app.command("rename")
+def identity_rename(
+    identity: IdentityArg, new_name: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+) -> None:
+    """Rename an identity (its id and memories stay).
+
+    Example: memchentic identity rename alice alicia
+    """
+    with _memory(store, embedder) as mem:
+        renamed = mem.directory.rename_identity(identity, new_name)
+    typer.echo(f"renamed {renamed.id} to {renamed.name}")
+
+
+# --- groups and orgs ---------------------------------------------------------------------
+def _team_commands(app: typer.Typer, kind: str) -> None:
+    """create / list / rename / members / add-member / remove-member for groups and orgs."""
+
+    @app.command("create")
+    def create(
+        name: NameArg,
+        admins: AdminsOpt = None,
+        members: MembersOpt = None,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            make = mem.directory.create_group if kind == "group" else mem.directory.create_org
+            team = make(name, admins=admins or [], members=members or [])
+        typer.echo(f"created {team.namespace}")
+
+    create.__doc__ = f"Create a {kind}.\n\n    Example: memchentic {kind} create core --admin alice"
+
+    @app.command("list")
+    def list_(
+        store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            teams = mem.directory.teams(kind)
+        _show(teams, as_json, ["id", "name", "created_at"])
+
+    list_.__doc__ = f"List {kind}s.\n\n    Example: memchentic {kind} list"
+
+    @app.command("rename")
+    def rename(
+        team: NameArg, new_name: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            renamed = mem.directory.rename_team(f"{kind}:{team}", new_name)
+        typer.echo(f"renamed {renamed.namespace} to {renamed.name}")
+
+    rename.__doc__ = f"Rename a {kind}.\n\n    Example: memchentic {kind} rename core platform"
+
+    @app.command("members")
+    def members(
+        team: NameArg,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            found = mem.directory.members(f"{kind}:{team}")
+        _show(found, as_json, ["identity_id", "role", "active"])
+
+    members.__doc__ = f"List a {kind}'s members.\n\n    Example: memchentic {kind} members core"
+
+    @app.command("add-member")
+    def add_member(
+        team: NameArg,
+        identity: IdentityArg,
+        role: RoleOpt = "member",
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            m = mem.directory.add_member(f"{kind}:{team}", identity, role=role)
+        typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
+
+    add_member.__doc__ = (
+        f"Add a member to a {kind} (or change its role).\n\n"
+        f"    Example: memchentic {kind} add-member core bob --role admin"
+    )
+
+    @app.command("remove-member")
+    def remove_member(
+        team: NameArg, identity: IdentityArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            removed = mem.directory.remove_member(f"{kind}:{team}", identity)
+        typer.echo(f"removed {identity}" if removed else f"{identity} was not a member")
+
+    remove_member.__doc__ = (
+        f"Remove a member from a {kind} (never the last admin).\n\n"
+        f"    Example: memchentic {kind} remove-member core bob"
+    )
+
+
+_team_commands(group_app, "group")
+_team_commands(org_app, "org")
+
+
+@org_app.command("deactivate")
+def org_deactivate(
+    org: NameArg, identity: IdentityArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+) -> None:
+    """Make an org member inactive: it reads nothing of the org until reactivated.
+
+    Example: memchentic org deactivate acme carol
+    """
+    with _memory(store, embedder) as mem:
+        mem.directory.set_active(f"org:{org}", identity, False)
+    typer.echo(f"{identity} is inactive in org:{org}")
+
+
+@org_app.command("activate")
+def org_activate(
+    org: NameArg, identity: IdentityArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+) -> None:
+    """Make an org member active again.
+
+    Example: memchentic org activate acme carol
+    """
+    with _memory(store, embedder) as mem:
+        mem.directory.set_active(f"org:{org}", identity, True)
+    typer.echo(f"{identity} is active in org:{org}")
+
+
+# --- grants ---------------------------------------------------------------------------------
+NamespaceArg = Annotated[str, typer.Argument(help="A federated namespace: federated:ORG:SOURCE.")]
+
+
+@grant_app.command("add")
+def grant_add(
+    namespace: NamespaceArg,
+    grantee: IdentityArg,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Let an identity read a federated namespace.
+
+    Example: memchentic grant add federated:acme:alice dave
+    """
+    with _memory(store, embedder) as mem:
+        grant = mem.directory.grant(namespace, grantee)
+    typer.echo(f"{grant.grantee} can read {grant.namespace}")
+
+
+@grant_app.command("revoke")
+def grant_revoke(
+    namespace: NamespaceArg,
+    grantee: IdentityArg,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Take a grant back; the namespace disappears for the grantee at once.
+
+    Example: memchentic grant revoke federated:acme:alice dave
+    """
+    with _memory(store, embedder) as mem:
+        revoked = mem.directory.revoke(namespace, grantee)
+    typer.echo("revoked" if revoked else "there was no such grant")
+
+
+@grant_app.command("list")
+def grant_list(
+    store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+) -> None:
+    """List grants.
+
+    Example: memchentic grant list --json
+    """
+    with _memory(store, embedder) as mem:
+        found = mem.directory.grants()
+    _show(found, as_json, ["namespace", "grantee", "created_at"])
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(identity_app, name="identity")
+    app.add_typer(group_app, name="group")
+    app.add_typer(group_app, name="ring", hidden=True)
+    app.add_typer(org_app, name="org")
+    app.add_typer(grant_app, name="grant")
