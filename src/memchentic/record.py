@@ -241,3 +241,40 @@ class SearchHit:
         if self.trace is not None:
             out["trace"] = dict(self.trace)
         return out
+
+
+@dataclass(slots=True, frozen=True)
+class Event:
+    """Something that happened to a memory (DESIGN section 8), persisted by the store.
+    ``namespace`` decides who may see it, like a memory."""
+
+    id: str
+    type: str
+    at: datetime
+    actor: str
+    namespace: str | None
+    memory_id: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["at"] = to_text(self.at)
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class Turn:
+    """One message of a session (short-term memory)."""
+
+    id: str
+    session_id: str
+    namespace: str
+    role: str
+    content: str
+    at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["at"] = to_text(self.at)
+        return out

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..access.model import Grant, Identity, Membership, Team
-from ..record import Edge, MemoryRecord, Version
+from ..record import Edge, Event, MemoryRecord, Turn, Version
 
 
 @dataclass(slots=True)
@@ -45,6 +45,9 @@ class MemoryFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     exclude_ids: Sequence[str] = field(default_factory=tuple)
+    #: Rank with statistics of the visible rows only (untrusted callers): keyword
+    #: scores and order must not depend on rows the caller cannot see.
+    isolated: bool = False
 
     def is_unrestricted(self) -> bool:
         """True when every live row passes (no namespace or field restriction)."""
@@ -240,6 +243,44 @@ class Store(ABC):
     def grants(
         self, *, namespace: str | None = None, grantee: str | None = None
     ) -> list[Grant]: ...
+
+    # --- graph neighbourhood ---------------------------------------------------------
+    @abstractmethod
+    def entity_neighbours(
+        self, memory_id: str, flt: MemoryFilter, *, limit: int
+    ) -> list[tuple[str, list[str]]]:
+        """Other memories passing ``flt`` that share an entity with ``memory_id``:
+        (id, shared entity names), most shared first."""
+
+    # --- events and short-term memory ------------------------------------------------
+    @abstractmethod
+    def add_event(self, event: Event) -> None: ...
+
+    @abstractmethod
+    def events(
+        self,
+        *,
+        namespaces: Sequence[str] | None,
+        since: str | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Events after the event id ``since``, oldest first. Events without a
+        namespace are visible only when ``namespaces`` is None (trusted)."""
+
+    @abstractmethod
+    def prune_events(self, before: datetime) -> int: ...
+
+    @abstractmethod
+    def add_turn(self, turn: Turn) -> None: ...
+
+    @abstractmethod
+    def turns(self, session_id: str, *, namespace: str | None, limit: int) -> list[Turn]:
+        """The last ``limit`` turns of a session, oldest first."""
+
+    @abstractmethod
+    def sessions(self, *, namespaces: Sequence[str] | None) -> list[tuple[str, int]]:
+        """(session id, number of turns) of the visible sessions."""
 
     # --- maintenance ----------------------------------------------------------------
     @abstractmethod

@@ -34,6 +34,8 @@ from ..record import Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Store, StoreStats
 from .migrations.sqlite import TOKENIZER, migrate
+from .sqlite_directory import SQLiteDirectory
+from .sqlite_extra import SQLiteExtras
 from .sqlite_rows import (
     COLUMNS,
     SELECT_COLUMNS,
@@ -54,7 +56,7 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data)."""
 
@@ -332,10 +334,15 @@ class SQLiteStore(Store):
     def _sync_index(self) -> VectorIndex | None:
         """Bring this process's index up to the committed vector log."""
         with self._index_lock:
-            dim_text = self.get_meta("embedding_dimension")
+            meta = dict(
+                self.conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('embedding_dimension', 'index_epoch')"
+                ).fetchall()
+            )
+            dim_text = meta.get("embedding_dimension")
             if dim_text is None:
                 return None
-            epoch = self.get_meta("index_epoch") or ""
+            epoch = meta.get("index_epoch") or ""
             dim = int(dim_text)
             index = self._index
             if index is None or index.dimension != dim or getattr(index, "epoch", None) != epoch:
@@ -356,8 +363,17 @@ class SQLiteStore(Store):
             removed = [k for k, op in latest.items() if op == "delete"]
             upserted = [k for k, op in latest.items() if op == "upsert"]
             index.remove(removed)
-            for start in range(0, len(upserted), 2000):
-                chunk = upserted[start : start + 2000]
+            if len(upserted) == 1:  # the common case: one write since the last search
+                row = self.conn.execute(
+                    "SELECT embedding FROM vectors WHERE rowid = ?", (upserted[0],)
+                ).fetchone()
+                if row is None:
+                    index.remove(upserted)
+                else:
+                    index.upsert(upserted, np.frombuffer(row[0], dtype=np.float32)[None, :])
+                upserted = []
+            for start in range(0, len(upserted), 8192):
+                chunk = upserted[start : start + 8192]
                 rows = self.conn.execute(
                     f"SELECT rowid, embedding FROM vectors "
                     f"WHERE rowid IN ({', '.join('?' * len(chunk))})",
@@ -367,8 +383,8 @@ class SQLiteStore(Store):
                     keys = [r[0] for r in rows]
                     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
                     index.upsert(keys, matrix.reshape(len(rows), dim))
-                gone = set(chunk) - {r[0] for r in rows}
-                index.remove(list(gone))
+                if len(rows) < len(chunk):
+                    index.remove(list(set(chunk) - {r[0] for r in rows}))
             index.applied_seq = changes[-1][0]
             return index
 
@@ -400,14 +416,19 @@ class SQLiteStore(Store):
         return self._rescore(vector, hits[:k])
 
     def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
-        if not keys:
-            return {}
-        rows = self.conn.execute(
-            f"SELECT m.rowid, m.id FROM memories m WHERE m.rowid IN "
-            f"({', '.join('?' * len(keys))}) AND {cond}",
-            (*keys, *params),
-        )
-        return {rowid: memory_id for rowid, memory_id in rows}
+        """The keys (rows) that pass the filter, with their ids."""
+        out: dict[int, str] = {}
+        # NOT INDEXED: look the keys up by rowid; left alone, the planner may pick a
+        # filter column's index instead and walk every row of the namespace.
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            rows = self.conn.execute(
+                f"SELECT m.rowid, m.id FROM memories m NOT INDEXED WHERE m.rowid IN "
+                f"({', '.join('?' * len(chunk))}) AND {cond}",
+                (*chunk, *params),
+            )
+            out.update(rows)
+        return out
 
     def _rescore(self, vector: np.ndarray, hits: list[tuple[str, int]]) -> list[tuple[str, float]]:
         """Exact float32 cosine for the final candidates, best first."""
@@ -421,13 +442,17 @@ class SQLiteStore(Store):
                 keys,
             ).fetchall()
         )
+        hits = [(memory_id, key) for memory_id, key in hits if key in rows]
+        if not hits:
+            return []
         query = np.asarray(vector, dtype=np.float32)
         qnorm = float(np.linalg.norm(query)) or 1.0
-        scored = []
-        for memory_id, key in hits:
-            vec = np.frombuffer(rows[key], dtype=np.float32)
-            norm = float(np.linalg.norm(vec)) or 1.0
-            scored.append((memory_id, float(vec @ query) / (norm * qnorm)))
+        matrix = np.frombuffer(b"".join(rows[key] for _, key in hits), dtype=np.float32)
+        matrix = matrix.reshape(len(hits), -1)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        sims = ((matrix @ query) / (norms * qnorm)).tolist()
+        scored = [(memory_id, sim) for (memory_id, _), sim in zip(hits, sims, strict=True)]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored
 

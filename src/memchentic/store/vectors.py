@@ -1,11 +1,23 @@
-"""An in-process approximate nearest-neighbour index over stored vectors.
+"""An in-process nearest-neighbour index over stored vectors.
 
 The rows' vectors in the database are the truth; this index is a cache of
 them, keyed by the row's integer key, that a store keeps in step with a change
-log (see ``sqlite.py``). It answers with HNSW (usearch, cosine, half
-precision) and can scan a given subset exactly, which the store uses when a
-filter leaves few rows. Scores it returns are approximate; stores re-score the
-final candidates from the stored float32 vectors.
+log (see ``sqlite.py``). It has two parts, and every key lives in exactly one:
+
+* a **flat** part: unit-normalised float32 rows in one numpy matrix, searched
+  exactly (one matrix-vector product). A small store (up to ``exact_below``
+  vectors) keeps everything here, so its searches are exact and its writes
+  never pay for a graph;
+* a **graph** part: an HNSW graph (usearch, cosine, half precision) built once
+  the store outgrows ``exact_below``. New vectors still land in the flat part
+  first and move into the graph in batches of :data:`FLUSH_AT` (one
+  multi-threaded insert instead of one call per write).
+
+A search asks both parts and merges; with ``exact_below`` vectors or fewer the
+graph part is scanned exactly too. Scores it returns are approximate (the graph
+holds half precision); stores re-score the final candidates from the stored
+float32 vectors. It can also scan a given subset exactly, which the store uses
+when a filter leaves few rows.
 """
 
 from __future__ import annotations
@@ -20,10 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-#: Graph degree and build effort: recall@10 >= 0.98 of exact at 1M (see bench/).
+#: Graph degree and build effort; with :data:`EXPANSION_SEARCH_MIN` they give
+#: recall@10 >= 0.98 of an exact scan on clustered data (see bench/README.md).
 CONNECTIVITY = 16
-EXPANSION_ADD = 128
+EXPANSION_ADD = 64
 EXPANSION_SEARCH_MIN = 128
+#: Vectors the flat part holds before they move into the graph in one batch.
+FLUSH_AT = 1024
 
 
 @contextmanager
@@ -37,19 +52,98 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _unit_rows(vectors: np.ndarray, dimension: int) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, dimension)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+class _Flat:
+    """Unit float32 rows in a growable matrix, with a key -> row map."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.keys = np.empty(0, dtype=np.uint64)
+        self.matrix = np.empty((0, dimension), dtype=np.float32)
+        self.size = 0
+        self.slot: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _grow(self, need: int) -> None:
+        if need <= len(self.keys):
+            return
+        cap = max(need, 2 * len(self.keys), 1024)
+        keys = np.empty(cap, dtype=np.uint64)
+        matrix = np.empty((cap, self.dimension), dtype=np.float32)
+        keys[: self.size] = self.keys[: self.size]
+        matrix[: self.size] = self.matrix[: self.size]
+        self.keys, self.matrix = keys, matrix
+
+    def upsert(self, keys: Sequence[int], unit: np.ndarray) -> None:
+        self._grow(self.size + len(keys))
+        for key, row in zip(keys, unit, strict=True):
+            at = self.slot.get(key)
+            if at is None:
+                at = self.slot[key] = self.size
+                self.keys[at] = key
+                self.size += 1
+            self.matrix[at] = row
+
+    def remove(self, keys: Sequence[int]) -> None:
+        for key in keys:
+            at = self.slot.pop(key, None)
+            if at is None:
+                continue
+            last = self.size - 1
+            if at != last:  # move the last row into the hole
+                moved = int(self.keys[last])
+                self.keys[at] = moved
+                self.matrix[at] = self.matrix[last]
+                self.slot[moved] = at
+            self.size = last
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """All keys and rows, emptying the part."""
+        keys, matrix = self.keys[: self.size].copy(), self.matrix[: self.size].copy()
+        self.__init__(self.dimension)  # type: ignore[misc]
+        return keys, matrix
+
+    def search(self, unit_query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        if self.size == 0 or k <= 0:
+            return []
+        # einsum, not BLAS: a multi-threaded sgemv stalls badly when the cores are busy
+        sims = np.einsum("ij,j->i", self.matrix[: self.size], unit_query)
+        return _top(self.keys[: self.size], sims, k)
+
+
+def _top(keys: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
+    k = min(k, len(sims))
+    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return list(zip(keys[top].tolist(), sims[top].tolist(), strict=True))
+
+
 class VectorIndex:
-    """A thread-safe HNSW index with exact scans of small subsets."""
+    """A thread-safe vector index: exact below ``exact_below`` vectors, HNSW above."""
 
     def __init__(self, dimension: int, *, exact_below: int = 20000) -> None:
-        from usearch.index import Index
-
         self.dimension = dimension
         self.exact_below = exact_below
         #: The change-log position this index reflects.
         self.applied_seq = 0
+        self._saved: tuple[int, str] | None = None  # (seq, epoch) of the file on disk
         self._lock = threading.RLock()
-        self._index = Index(
-            ndim=dimension,
+        self._flat = _Flat(dimension)
+        self._graph = None  # a usearch Index once the store outgrows exact_below
+
+    def _new_graph(self):  # type: ignore[no-untyped-def]
+        from usearch.index import Index
+
+        return Index(
+            ndim=self.dimension,
             metric="cos",
             dtype="f16",
             connectivity=CONNECTIVITY,
@@ -58,67 +152,131 @@ class VectorIndex:
         )
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._flat) + (len(self._graph) if self._graph is not None else 0)
 
     def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         if not len(keys):
             return
-        arr = np.asarray(keys, dtype=np.uint64)
+        keys = [int(k) for k in keys]
+        unit = _unit_rows(vectors, self.dimension)
         with self._lock:
-            present = [k for k in arr.tolist() if self._index.contains(k)]
-            if present:
-                self._index.remove(np.asarray(present, dtype=np.uint64))
-            self._index.add(arr, np.asarray(vectors, dtype=np.float32), threads=0)
+            self._remove_from_graph(keys)
+            self._flat.upsert(keys, unit)
+            self._maybe_flush()
 
     def remove(self, keys: Sequence[int]) -> None:
+        if not len(keys):
+            return
+        keys = [int(k) for k in keys]
         with self._lock:
-            present = [k for k in keys if self._index.contains(k)]
-            if present:
-                self._index.remove(np.asarray(present, dtype=np.uint64))
+            self._flat.remove(keys)
+            self._remove_from_graph(keys)
+
+    def _remove_from_graph(self, keys: Sequence[int]) -> None:
+        if self._graph is None or not len(self._graph):
+            return
+        arr = np.asarray(keys, dtype=np.uint64)
+        present = arr[np.asarray(self._graph.contains(arr), dtype=bool).reshape(-1)]
+        if len(present):
+            self._graph.remove(present)
+
+    def _maybe_flush(self) -> None:
+        if self._graph is None and len(self) > self.exact_below:
+            self._graph = self._new_graph()
+        if self._graph is not None and len(self._flat) >= FLUSH_AT:
+            self.flush()
+
+    def flush(self) -> None:
+        """Move the flat part into the graph (when there is one)."""
+        with self._lock:
+            if self._graph is None or not len(self._flat):
+                return
+            keys, matrix = self._flat.take()
+            self._graph.add(keys, matrix, threads=0)
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest keys with their (approximate) cosine, best first."""
+        query = _unit_rows(vector, self.dimension)[0]
         with self._lock:
-            size = len(self._index)
+            size = len(self)
             if size == 0 or k <= 0:
                 return []
             k = min(k, size)
-            exact = size <= self.exact_below
-            self._index.expansion_search = max(EXPANSION_SEARCH_MIN, 2 * k)
-            found = self._index.search(np.asarray(vector, dtype=np.float32), k, exact=exact)
-        return [
-            (int(key), 1.0 - float(dist))
-            for key, dist in zip(found.keys, found.distances, strict=True)
-        ]
+            found = self._flat.search(query, k)
+            graph = self._graph
+            if graph is not None and len(graph):
+                graph.expansion_search = max(EXPANSION_SEARCH_MIN, 2 * k)
+                hits = graph.search(query, min(k, len(graph)), exact=size <= self.exact_below)
+                found.extend(
+                    (int(key), 1.0 - float(dist))
+                    for key, dist in zip(hits.keys, hits.distances, strict=True)
+                )
+                found.sort(key=lambda item: -item[1])
+        return found[:k]
 
     def scan(self, vector: np.ndarray, keys: Sequence[int], k: int) -> list[tuple[int, float]]:
         """Exact top ``k`` among ``keys`` (those present in the index)."""
+        if not len(keys) or k <= 0:
+            return []
+        query = _unit_rows(vector, self.dimension)[0]
+        arr = np.asarray(keys, dtype=np.uint64)
+        parts_keys: list[np.ndarray] = []
+        parts_rows: list[np.ndarray] = []
         with self._lock:
-            present = [key for key in keys if self._index.contains(key)]
-            if not present:
-                return []
-            matrix = self._index.get(np.asarray(present, dtype=np.uint64))
-        matrix = np.asarray(matrix, dtype=np.float32).reshape(len(present), self.dimension)
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        sims = (matrix @ np.asarray(vector, dtype=np.float32)) / norms
-        k = min(k, len(present))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(present) else np.arange(len(present))
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return [(present[i], float(sims[i])) for i in top]
+            flat = self._flat
+            if flat.size:
+                mask = np.isin(flat.keys[: flat.size], arr)
+                parts_keys.append(flat.keys[: flat.size][mask])
+                parts_rows.append(flat.matrix[: flat.size][mask])
+            if self._graph is not None and len(self._graph):
+                present = arr[np.asarray(self._graph.contains(arr), dtype=bool).reshape(-1)]
+                if len(present):
+                    got = self._graph.get(present, dtype=np.float32)
+                    rows = np.stack(got) if isinstance(got, tuple) else np.asarray(got)
+                    parts_keys.append(present)
+                    parts_rows.append(_unit_rows(rows, self.dimension))
+        if not parts_keys:
+            return []
+        all_keys = np.concatenate(parts_keys)
+        if not len(all_keys):
+            return []
+        sims = np.einsum("ij,j->i", np.concatenate(parts_rows), query)
+        return _top(all_keys, sims, k)
 
     # --- persistence --------------------------------------------------------------
     def save(self, path: Path, epoch: str) -> None:
-        """Write the index and the change-log position it reflects (atomically)."""
+        """Write the index and the change-log position it reflects (atomically).
+
+        A store small enough to stay flat is saved as a ``.npz`` of its rows;
+        a larger one moves its flat part into the graph and saves the graph.
+        Nothing is written when the file on disk already reflects this position.
+        """
         with self._lock, _file_lock(path):
+            if self._saved == (self.applied_seq, epoch) and path.exists():
+                return
+            self.flush()
             tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-            self._index.save(str(tmp))
+            if self._graph is not None:
+                self._graph.save(str(tmp))
+                kind = "hnsw"
+            else:
+                with open(tmp, "wb") as handle:
+                    np.savez(
+                        handle,
+                        keys=self._flat.keys[: self._flat.size],
+                        matrix=self._flat.matrix[: self._flat.size],
+                    )
+                kind = "flat"
             os.replace(tmp, path)
-            side = {"seq": self.applied_seq, "epoch": epoch, "dimension": self.dimension}
+            side = {
+                "seq": self.applied_seq, "epoch": epoch, "dimension": self.dimension,
+                "format": kind,
+            }  # fmt: skip
             side_path = path.with_suffix(path.suffix + ".json")
             tmp_side = side_path.with_suffix(f".{os.getpid()}.tmp")
             tmp_side.write_text(json.dumps(side))
             os.replace(tmp_side, side_path)
+            self._saved = (self.applied_seq, epoch)
 
     @classmethod
     def load(
@@ -141,8 +299,20 @@ class VectorIndex:
             if side.get("epoch") != epoch or side.get("dimension") != dimension:
                 return None
             index = cls(dimension, exact_below=exact_below)
-            index._index.load(str(path))
+            if side.get("format", "hnsw") == "flat":
+                with np.load(path, allow_pickle=False) as data:
+                    keys, matrix = data["keys"], data["matrix"]
+                    if matrix.shape != (len(keys), dimension):
+                        return None
+                    index._flat.upsert(keys.tolist(), matrix.astype(np.float32))
+            else:
+                graph = index._new_graph()
+                graph.load(str(path))
+                if graph.ndim != dimension:
+                    return None
+                index._graph = graph
             index.applied_seq = int(side["seq"])
+            index._saved = (index.applied_seq, epoch)
             return index
-        except (OSError, ValueError, KeyError, RuntimeError):
+        except (OSError, ValueError, KeyError, RuntimeError, EOFError):
             return None

@@ -181,7 +181,41 @@ def m002_directory(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_directory]
+def m003_events_and_turns(conn: sqlite3.Connection) -> None:
+    run_script(
+        conn,
+        """
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            type TEXT NOT NULL,
+            at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            namespace TEXT,
+            memory_id TEXT,
+            payload TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ix_events_at ON events(at);
+        CREATE TABLE turns (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ix_turns_session ON turns(session_id, seq);
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial,
+    m002_directory,
+    m003_events_and_turns,
+]
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -1,0 +1,108 @@
+"""Events, session turns and entity neighbourhoods of the SQLite store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from ..clock import from_text, to_text
+from ..record import Event, Turn
+from .base import MemoryFilter
+from .sqlite_rows import where
+
+
+class SQLiteExtras:
+    """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore`."""
+
+    @property
+    def conn(self) -> sqlite3.Connection:  # provided by SQLiteStore
+        raise NotImplementedError
+
+    def entity_neighbours(
+        self, memory_id: str, flt: MemoryFilter, *, limit: int
+    ) -> list[tuple[str, list[str]]]:
+        cond, params = where(flt)
+        rows = self.conn.execute(
+            "SELECT m.id, group_concat(e2.entity, char(31)) FROM memories src "
+            "JOIN memory_entities e1 ON e1.key = src.rowid "
+            "JOIN memory_entities e2 ON e2.entity = e1.entity AND e2.key != src.rowid "
+            f"JOIN memories m ON m.rowid = e2.key WHERE src.id = ? AND {cond} "
+            "GROUP BY m.id ORDER BY COUNT(*) DESC, m.created_at DESC LIMIT ?",
+            (memory_id, *params, limit),
+        )
+        return [(mid, sorted(set(names.split("\x1f")))) for mid, names in rows]
+
+    def add_event(self, event: Event) -> None:
+        with self.write():  # type: ignore[attr-defined]
+            self.conn.execute(
+                "INSERT INTO events(id, type, at, actor, namespace, memory_id, payload) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (event.id, event.type, to_text(event.at), event.actor, event.namespace,
+                 event.memory_id, json.dumps(event.payload, ensure_ascii=False, default=str)),
+            )  # fmt: skip
+
+    def events(
+        self,
+        *,
+        namespaces: Sequence[str] | None,
+        since: str | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        sql = "SELECT id, type, at, actor, namespace, memory_id, payload FROM events WHERE 1"
+        args: list[Any] = []
+        if since is not None:
+            sql += " AND seq > COALESCE((SELECT seq FROM events WHERE id = ?), 0)"
+            args.append(since)
+        if namespaces is not None:
+            sql += f" AND namespace IN ({', '.join('?' * len(namespaces))})"
+            args.extend(namespaces)
+        if types:
+            sql += f" AND type IN ({', '.join('?' * len(types))})"
+            args.extend(types)
+        rows = self.conn.execute(sql + " ORDER BY seq LIMIT ?", (*args, limit))
+        return [
+            Event(i, t, from_text(at), actor, ns, mid, json.loads(payload))  # type: ignore[arg-type]
+            for i, t, at, actor, ns, mid, payload in rows
+        ]
+
+    def prune_events(self, before: datetime) -> int:
+        with self.write():  # type: ignore[attr-defined]
+            cur = self.conn.execute("DELETE FROM events WHERE at < ?", (to_text(before),))
+        return cur.rowcount
+
+    def add_turn(self, turn: Turn) -> None:
+        with self.write():  # type: ignore[attr-defined]
+            self.conn.execute(
+                "INSERT INTO turns(id, session_id, namespace, role, content, at, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (turn.id, turn.session_id, turn.namespace, turn.role, turn.content,
+                 to_text(turn.at), json.dumps(turn.metadata, ensure_ascii=False)),
+            )  # fmt: skip
+
+    def turns(self, session_id: str, *, namespace: str | None, limit: int) -> list[Turn]:
+        sql = (
+            "SELECT id, session_id, namespace, role, content, at, metadata FROM turns "
+            "WHERE session_id = ?"
+        )
+        args: list[Any] = [session_id]
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        rows = self.conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit)).fetchall()
+        return [
+            Turn(i, s, ns, role, content, from_text(at), json.loads(meta))  # type: ignore[arg-type]
+            for i, s, ns, role, content, at, meta in reversed(rows)
+        ]
+
+    def sessions(self, *, namespaces: Sequence[str] | None) -> list[tuple[str, int]]:
+        sql = "SELECT session_id, COUNT(*) FROM turns"
+        args: list[Any] = []
+        if namespaces is not None:
+            sql += f" WHERE namespace IN ({', '.join('?' * len(namespaces))})"
+            args.extend(namespaces)
+        rows = self.conn.execute(sql + " GROUP BY session_id ORDER BY MAX(seq) DESC", args)
+        return [(sid, int(n)) for sid, n in rows]
