@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from .errors import (
     NotFoundError,
     ValidationError,
 )
+from .events import EventBus
 from .graph.entities import EntityExtractor, RuleEntities
 from .ids import new_id
 from .lifetime import (
@@ -37,6 +38,7 @@ from .lifetime import (
 from .record import (
     EDGE_KINDS,
     Edge,
+    Event,
     MemoryRecord,
     SearchHit,
     Version,
@@ -102,6 +104,7 @@ class Memory:
             )
         self._owns_store = not isinstance(store, Store)
         self.access.bind(self.store)
+        self.bus = EventBus(self.store, self.access)
         if check_embedder:
             try:
                 self._check_embedder()
@@ -236,13 +239,18 @@ class Memory:
         )
         by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
         results: list[WriteResult] = []
+        contexts: list[WriteContext] = []
         with self.store.write():
             for prep, policy in zip(prepared, policies, strict=True):
+                ctx = self._ctx(prep.record.created_at or utcnow(), policy)
+                contexts.append(ctx)
                 if prep.refusal is not None:
                     results.append(prep.refusal)
-                    continue
-                ctx = self._ctx(prep.record.created_at or utcnow(), policy)
-                results.append(resolve(ctx, prep.record, by_id[prep.record.id]))
+                else:
+                    results.append(resolve(ctx, prep.record, by_id[prep.record.id]))
+                ctx.pending.append(_write_event(prep.record, results[-1]))
+        for ctx in contexts:
+            self._flush(ctx)
         return results
 
     def _prepare(
@@ -342,6 +350,28 @@ class Memory:
             raise NamespaceError("namespace", "you cannot write to this namespace")
         return canonical
 
+    def _flush(self, ctx: WriteContext, *extra: tuple[str, str, str, dict[str, object]]) -> None:
+        """Emit the events of a committed write."""
+        actor = self.access.actor(self.principal)
+        for type_, namespace, memory_id, payload in [*ctx.pending, *extra]:
+            self.bus.emit(type_, actor=actor, namespace=namespace, memory_id=memory_id, **payload)
+        ctx.pending.clear()
+
+    def subscribe(
+        self, callback: Callable[[Event], Any], types: Sequence[str] | None = None
+    ) -> str:
+        """Call ``callback(event)`` for each event this principal may see; returns a token."""
+        return self.bus.subscribe(callback, self.principal, types)
+
+    def unsubscribe(self, token: str) -> bool:
+        return self.bus.unsubscribe(token)
+
+    def events(
+        self, *, since: str | None = None, types: Sequence[str] | None = None, limit: int = 100
+    ) -> builtins.list[Event]:
+        """Stored events after the event id ``since``, oldest first, that this principal may see."""
+        return self.bus.read(self.principal, since=since, types=types, limit=limit)
+
     def _apply_secret_policy(self, record: MemoryRecord, policy: str) -> WriteResult | None:
         if policy not in ("refuse", "redact", "allow"):
             raise ValidationError("secrets", "must be one of refuse, redact, allow")
@@ -382,7 +412,9 @@ class Memory:
                 text = f"{new.title}\n{new.content}" if new.title else new.content
                 vector = self.embedder.embed(text)
             self.store.update(new, vector)
-            record_version(self._ctx(now), new.id, "revise", diff(old, new))
+            ctx = self._ctx(now)
+            record_version(ctx, new.namespace, new.id, "revise", diff(old, new))
+        self._flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "revised"}))
         return WriteResult("revised", new.id, [new.id], memory=new)
 
     def improve(
@@ -410,7 +442,9 @@ class Memory:
             old = self._writable(memory_id)
             new = self._changed(old, None, changes)
             self.store.update(new)
-            record_version(self._ctx(when), new.id, "improve", diff(old, new))
+            ctx = self._ctx(when)
+            record_version(ctx, new.namespace, new.id, "improve", diff(old, new))
+        self._flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "improved"}))
         return WriteResult("updated", new.id, [new.id], memory=new)
 
     def _changed(
@@ -455,7 +489,9 @@ class Memory:
             self.store.delete(memory_id)
             self.store.purge_versions(memory_id)
             tomb: dict[str, list[object]] = {"namespace": [record.namespace, None]}
-            record_version(self._ctx(now), memory_id, "delete", tomb)
+            ctx = self._ctx(now)
+            record_version(ctx, record.namespace, memory_id, "delete", tomb)
+        self._flush(ctx, ("memory.deleted", record.namespace, memory_id, {}))
         return WriteResult("deleted", memory_id, [memory_id])
 
     forget = delete
@@ -590,6 +626,10 @@ class Memory:
         )
         ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
         self._touch([c.memory for c in ranked], when)
+        self.bus.emit(
+            "memory.searched", actor=self.access.actor(self.principal),
+            namespace=self.access.default_namespace(self.principal), results=len(ranked),
+        )  # fmt: skip
         return [
             SearchHit(c.memory, c.score, c.memory.text(read_intent),
                       dict(c.trace) if include_trace else None)
@@ -664,6 +704,29 @@ class Memory:
         from .maintenance import reindex
 
         return reindex(self, **kwargs)
+
+
+_STATUS_EVENTS = {
+    "added": "memory.added",
+    "superseded": "memory.added",
+    "updated": "memory.updated",
+    "merged": "memory.deduplicated",
+    "reinforced": "memory.deduplicated",
+}
+
+
+def _write_event(
+    record: MemoryRecord, result: WriteResult
+) -> tuple[str, str, str, dict[str, object]]:
+    """The event a write result announces (no content: ids and status only)."""
+    payload: dict[str, object] = {"status": result.status, "ids": list(result.ids)}
+    if result.status == "refused":
+        kind = "memory.dropped" if (result.reason or "").startswith("secret") else (
+            "memory.deduplicated"
+        )  # fmt: skip
+        payload["reason"] = result.reason
+        return kind, record.namespace, result.id or record.id, payload
+    return _STATUS_EVENTS[result.status], record.namespace, result.id or record.id, payload
 
 
 def _types(value: str | Sequence[str] | None) -> builtins.list[str] | None:

@@ -13,7 +13,7 @@ atomic step for every thread and process writing the store:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -38,6 +38,11 @@ class WriteContext:
     actor: str
     now: datetime
     on_duplicate: str
+    #: Events to emit once the write has committed: (type, namespace, memory id, payload).
+    pending: list[tuple[str, str, str, dict[str, object]]] = field(default_factory=list)
+
+    def note(self, type_: str, namespace: str, memory_id: str, **payload: object) -> None:
+        self.pending.append((type_, namespace, memory_id, payload))
 
 
 def snapshot(record: MemoryRecord) -> dict[str, object]:
@@ -51,12 +56,12 @@ def diff(before: MemoryRecord, after: MemoryRecord) -> dict[str, list[object]]:
 
 
 def record_version(
-    ctx: WriteContext, memory_id: str, op: str, changes: dict[str, list[object]],
-    snap: dict[str, object] | None = None,
+    ctx: WriteContext, namespace: str, memory_id: str, op: str,
+    changes: dict[str, list[object]], snap: dict[str, object] | None = None,
 ) -> None:  # fmt: skip
-    ctx.store.add_version(
-        Version(memory_id, ctx.store.next_version(memory_id), op, ctx.actor, ctx.now, changes, snap)
-    )
+    number = ctx.store.next_version(memory_id)
+    ctx.store.add_version(Version(memory_id, number, op, ctx.actor, ctx.now, changes, snap))
+    ctx.note("history.appended", namespace, memory_id, version=number, op=op)
 
 
 def update_with_version(
@@ -64,7 +69,7 @@ def update_with_version(
     vector: np.ndarray | None = None,
 ) -> None:  # fmt: skip
     ctx.store.update(after, vector)
-    record_version(ctx, after.id, op, diff(before, after))
+    record_version(ctx, after.namespace, after.id, op, diff(before, after))
 
 
 def resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
@@ -86,7 +91,7 @@ def resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> Writ
 
 def insert(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
     ctx.store.insert(record, vector)
-    record_version(ctx, record.id, "add", {}, snapshot(record))
+    record_version(ctx, record.namespace, record.id, "add", {}, snapshot(record))
     return WriteResult("added", record.id, [record.id], memory=record)
 
 
@@ -169,7 +174,7 @@ def _supersede(
 ) -> WriteResult:
     insert(ctx, new, vector)
     ctx.store.add_edge(Edge(new_id(), new.id, old.id, "supersedes", 1.0, ctx.now))
-    record_version(ctx, old.id, "superseded", {"superseded_by": [None, new.id]})
+    record_version(ctx, old.namespace, old.id, "superseded", {"superseded_by": [None, new.id]})
     return WriteResult("superseded", new.id, [new.id, old.id], similarity=cosine, memory=new)
 
 
