@@ -28,16 +28,14 @@ from .errors import (
 )
 from .events import EventBus
 from .graph.entities import EntityExtractor, RuleEntities
+from .graph.mixin import GraphMixin
 from .ids import new_id
 from .lifetime import (
-    decayed_confidence,
     initial_expiry,
     renewed_expiry,
     should_count_recall,
 )
 from .record import (
-    EDGE_KINDS,
-    Edge,
     Event,
     MemoryRecord,
     SearchHit,
@@ -63,7 +61,7 @@ class _Prepared:
     refusal: WriteResult | None = None
 
 
-class Memory:
+class Memory(GraphMixin):
     """Long-term memory for an agent, embedded.
 
     :param path: store file (or ``store=`` a path or URL); default ``~/.memchentic/memory.db``.
@@ -496,41 +494,6 @@ class Memory:
 
     forget = delete
 
-    def relate(
-        self,
-        source: str,
-        target: str,
-        kind: str,
-        strength: float = 1.0,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Edge:
-        """Add a typed, weighted edge ``source -> target``."""
-        if kind not in EDGE_KINDS:
-            raise ValidationError("kind", f"must be one of {', '.join(EDGE_KINDS)}")
-        weight = check.unit_interval(strength, "strength")
-        if source == target:
-            raise ValidationError("target", "an edge cannot point at its own source")
-        now = utcnow()
-        with self.store.write():
-            self._writable(source)
-            self._writable(target)
-            edge = Edge(new_id(), source, target, kind, weight, now,
-                        check.metadata(metadata, self.settings))  # fmt: skip
-            self.store.add_edge(edge)
-        return edge
-
-    def edges(self, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
-        """Edges from or to a memory (only those whose other end the caller can see)."""
-        self._visible(memory_id)
-        out = []
-        for edge in self.store.edges(memory_id, kind=kind):
-            other = edge.target if edge.source == memory_id else edge.source
-            record = self.store.get(other)
-            if record is not None and self.access.can_read(self.principal, record.namespace):
-                out.append(edge)
-        return out
-
     # --- reads -------------------------------------------------------------------------
     def get(
         self, memory_id: str, *, now: datetime | str | None = None, touch: bool = True
@@ -635,40 +598,6 @@ class Memory:
                       dict(c.trace) if include_trace else None)
             for c in ranked
         ]  # fmt: skip
-
-    def recall(
-        self,
-        *,
-        entity: str,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        limit: int | None = None,
-        now: datetime | str | None = None,
-    ) -> builtins.list[SearchHit]:
-        """Memories naming ``entity``, across every readable namespace, newest first;
-        each hit's score is its decayed confidence (it does not drive the order)."""
-        if not isinstance(entity, str) or not entity.strip():
-            raise ValidationError("entity", "must be a non-empty string")
-        when = self._now(now)
-        flt = self._read_filter(user_id=user_id, agent_id=agent_id, namespace=namespace, now=when)
-        if flt.namespaces == []:
-            return []
-        found = self.store.by_entity(entity, flt, limit=check.limit(limit, self.settings))
-        half_life = self.settings.memory_decay_half_life_days
-        hits = []
-        for record in found:
-            score = decayed_confidence(record.confidence, record.created_at, when, half_life)
-            hits.append(SearchHit(record, score, record.text(), {"decayed_confidence": score}))
-        self._touch(found, when)
-        return hits
-
-    def entities(
-        self, *, user_id: str | None = None, namespace: str | None = None
-    ) -> dict[str, int]:
-        """Entity names with how many visible memories name them."""
-        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
-        return {} if flt.namespaces == [] else self.store.entity_counts(flt)
 
     def _touch(self, records: Sequence[MemoryRecord], now: datetime) -> None:
         """Count a recall (debounced) and slide the expiry of each returned memory."""

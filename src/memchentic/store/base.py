@@ -179,6 +179,10 @@ class Store(ABC):
     @abstractmethod
     def delete_edge(self, edge_id: str) -> bool: ...
 
+    def get_edge(self, edge_id: str) -> Edge | None:
+        """One edge by id (backends may answer faster than this scan)."""
+        return next((e for e in self.iter_edges() if e.id == edge_id), None)
+
     @abstractmethod
     def add_version(self, version: Version) -> None: ...
 

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import from_text, to_text
-from ..record import Event, Turn
+from ..record import Edge, Event, Turn
 from .base import MemoryFilter
-from .sqlite_rows import where
+from .sqlite_rows import row_to_edge, where
 
 
 class SQLiteExtras:
@@ -34,6 +34,14 @@ class SQLiteExtras:
             (memory_id, *params, limit),
         )
         return [(mid, sorted(set(names.split("\x1f")))) for mid, names in rows]
+
+    def get_edge(self, edge_id: str) -> Edge | None:
+        row = self.conn.execute(
+            "SELECT id, source, target, kind, strength, created_at, metadata FROM edges "
+            "WHERE id = ?",
+            (edge_id,),
+        ).fetchone()
+        return row_to_edge(row) if row else None
 
     def add_event(self, event: Event) -> None:
         with self.write():  # type: ignore[attr-defined]

@@ -1,0 +1,214 @@
+"""The graph side of :class:`~memchentic.Memory`: edges, entities, neighbourhoods,
+recall by entity, consolidation and the question-answering path ``ask``."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .. import validation as check
+from ..clock import utcnow
+from ..errors import NotFoundError, ValidationError
+from ..ids import new_id
+from ..lifetime import decayed_confidence
+from ..record import EDGE_KINDS, Edge, MemoryRecord, SearchHit
+from ..store.base import MemoryFilter
+from . import supersession
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+#: Deepest neighbourhood ``neighbors`` explores.
+MAX_DEPTH = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A memory reached from another: how far, and through what."""
+
+    memory: MemoryRecord
+    depth: int
+    via: str  # "edge:<kind>" or "entity:<name>"
+    from_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.memory.id, "depth": self.depth, "via": self.via,
+                "from": self.from_id, "memory": self.memory.to_dict()}  # fmt: skip
+
+
+@dataclass(slots=True)
+class ConsolidationReport:
+    dry_run: bool
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def merged(self) -> int:
+        return sum(len(c["merged"]) for c in self.clusters)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "clusters": self.clusters, "merged": self.merged}
+
+
+class GraphMixin:
+    """Methods of ``Memory`` that work on edges and entities."""
+
+    def relate(
+        self: Memory,
+        source: str,
+        target: str,
+        kind: str,
+        strength: float = 1.0,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Edge:
+        """Add a typed, weighted edge ``source -> target`` (both must be writable by the
+        caller). A ``supersedes`` edge hides ``target`` from reads; cycles are refused."""
+        if kind not in EDGE_KINDS:
+            raise ValidationError("kind", f"must be one of {', '.join(EDGE_KINDS)}")
+        weight = check.unit_interval(strength, "strength")
+        if source == target:
+            raise ValidationError("target", "an edge cannot point at its own source")
+        now = utcnow()
+        with self.store.write():
+            src = self._writable(source)
+            dst = self._writable(target)
+            if kind == "supersedes":
+                supersession.check_no_cycle(self.store, source, target)
+            edge = Edge(new_id(), source, target, kind, weight, now,
+                        check.metadata(metadata, self.settings))  # fmt: skip
+            self.store.add_edge(edge)
+        actor = self.access.actor(self.principal)
+        for end in (src, dst) if dst.namespace != src.namespace else (src,):
+            self.bus.emit(
+                "memory.updated", actor=actor, namespace=end.namespace, memory_id=end.id,
+                edge=edge.id, kind=kind,
+            )  # fmt: skip
+        return edge
+
+    def edges(self: Memory, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
+        """Edges from or to a memory (only those whose other end the caller can see)."""
+        self._visible(memory_id)
+        out = []
+        for edge in self.store.edges(memory_id, kind=kind):
+            other = edge.target if edge.source == memory_id else edge.source
+            record = self.store.get(other)
+            if record is not None and self.access.can_read(self.principal, record.namespace):
+                out.append(edge)
+        return out
+
+    def delete_edge(self: Memory, edge_id: str) -> bool:
+        """Remove an edge (the caller must be able to write both ends). Removing a
+        ``supersedes`` edge brings the older memory back into reads."""
+        if not isinstance(edge_id, str) or not edge_id:
+            raise ValidationError("edge_id", "must be a non-empty string")
+        with self.store.write():
+            edge = self.store.get_edge(edge_id)
+            if edge is None:
+                return False
+            try:
+                self._writable(edge.source)
+                self._writable(edge.target)
+            except NotFoundError:
+                return False  # an edge into an invisible namespace does not exist for you
+            return self.store.delete_edge(edge_id)
+
+    # --- entities and neighbourhoods --------------------------------------------------
+    def recall(
+        self: Memory,
+        *,
+        entity: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        limit: int | None = None,
+        now: datetime | str | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Memories naming ``entity``, across every readable namespace, newest first;
+        each hit's score is its decayed confidence (it does not drive the order).
+        A superseded memory stands for the tip of its chain."""
+        if not isinstance(entity, str) or not entity.strip():
+            raise ValidationError("entity", "must be a non-empty string")
+        when = self._now(now)
+        flt = self._read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,
+            include_superseded=True,
+        )  # fmt: skip
+        if flt.namespaces == []:
+            return []
+        found = self.store.by_entity(entity, flt, limit=check.limit(limit, self.settings))
+        shown = replace(flt, include_superseded=False)
+        records = supersession.follow(
+            self.store, found, lambda r: r, lambda _r, tip, _hops: tip, shown, when
+        )
+        records.sort(key=lambda r: (r.created_at or when, r.id), reverse=True)
+        half_life = self.settings.memory_decay_half_life_days
+        hits = []
+        for record in records:
+            score = decayed_confidence(record.confidence, record.created_at, when, half_life)
+            hits.append(SearchHit(record, score, record.text(), {"decayed_confidence": score}))
+        self._touch(records, when)
+        return hits
+
+    def entities(
+        self: Memory,
+        *,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        by_namespace: bool = False,
+    ) -> dict[str, Any]:
+        """Entity names with how many visible memories name them; with
+        ``by_namespace=True``, ``{name: {namespace: count}}``."""
+        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
+        if flt.namespaces == []:
+            return {}
+        if not by_namespace:
+            return self.store.entity_counts(flt)
+        spaces = flt.namespaces or sorted(self.store.stats(flt).by_namespace)
+        out: dict[str, dict[str, int]] = {}
+        for ns in spaces:
+            for name, count in self.store.entity_counts(replace(flt, namespaces=[ns])).items():
+                out.setdefault(name, {})[ns] = count
+        return dict(sorted(out.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))
+
+    def neighbors(
+        self: Memory, memory_id: str, depth: int = 1, *, limit: int = 50
+    ) -> builtins.list[Neighbour]:
+        """Memories connected to ``memory_id`` through edges and shared entities, up to
+        ``depth`` hops (at most 3), nearest first; only memories the caller can see."""
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+            raise ValidationError("depth", f"must be a whole number from 1 to {MAX_DEPTH}")
+        start = self._visible(memory_id)
+        flt = self._read_filter(user_id=None, agent_id=None, namespace=None, now=utcnow())
+        seen = {start.id}
+        frontier = [start.id]
+        found: list[Neighbour] = []
+        for level in range(1, depth + 1):
+            nxt: list[str] = []
+            for current in frontier:
+                for other, via in self._adjacent(current, flt, limit):
+                    if other.id in seen:
+                        continue
+                    seen.add(other.id)
+                    found.append(Neighbour(other, level, via, current))
+                    nxt.append(other.id)
+            frontier = nxt
+            if len(found) >= limit:
+                break
+        return found[:limit]
+
+    def _adjacent(
+        self: Memory, memory_id: str, flt: MemoryFilter, limit: int
+    ) -> builtins.list[tuple[MemoryRecord, str]]:
+        out: list[tuple[MemoryRecord, str]] = []
+        for edge in self.store.edges(memory_id):
+            other_id = edge.target if edge.source == memory_id else edge.source
+            other = self.store.get(other_id)
+            if other is not None and self.access.can_read(self.principal, other.namespace):
+                out.append((other, f"edge:{edge.kind}"))
+        shared = self.store.entity_neighbours(memory_id, flt, limit=limit)
+        records = self.store.get_many([i for i, _ in shared])
+        out += [(records[i], f"entity:{names[0]}") for i, names in shared if i in records]
+        return out

@@ -1,0 +1,83 @@
+"""Supersession (DESIGN sections 1 and 3): reads follow ``supersedes`` edges to the
+tip of each chain, and a new ``supersedes`` edge may not close a cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TypeVar
+
+from ..errors import ValidationError
+from ..record import MemoryRecord
+from ..store.base import MemoryFilter, Store
+
+#: Longest chain a read follows (a guard: chains are acyclic by construction).
+MAX_HOPS = 64
+
+T = TypeVar("T")
+
+
+def tip(store: Store, record: MemoryRecord) -> tuple[MemoryRecord, int]:
+    """The newest memory of ``record``'s chain and how many hops away it is."""
+    current, hops, seen = record, 0, {record.id}
+    while current.superseded_by and hops < MAX_HOPS:
+        nxt = store.get(current.superseded_by)
+        if nxt is None or nxt.id in seen:
+            break
+        seen.add(nxt.id)
+        current, hops = nxt, hops + 1
+    return current, hops
+
+
+def passes(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
+    """Whether a chain's tip may stand in a read made with ``flt``."""
+    if flt.namespaces is not None and record.namespace not in flt.namespaces:
+        return False
+    if not flt.include_expired and record.is_expired(now):
+        return False
+    if flt.types and record.type not in flt.types:
+        return False
+    if flt.kinds and record.kind not in flt.kinds:
+        return False
+    return not (flt.tags and not set(flt.tags) <= set(record.tags))
+
+
+def follow(
+    store: Store,
+    items: Sequence[T],
+    get: Callable[[T], MemoryRecord],
+    put: Callable[[T, MemoryRecord, int], T],
+    flt: MemoryFilter,
+    now: datetime,
+) -> list[T]:
+    """Replace superseded items by their chain's tip (first occurrence wins, order kept);
+    items whose tip may not be shown are dropped."""
+    out: list[T] = []
+    shown: set[str] = set()
+    for item in items:
+        record = get(item)
+        if record.superseded_by:
+            newest, hops = tip(store, record)
+            if newest.superseded_by or not passes(newest, flt, now):
+                continue
+            item = put(item, newest, hops)
+            record = newest
+        if record.id not in shown:
+            shown.add(record.id)
+            out.append(item)
+    return out
+
+
+def check_no_cycle(store: Store, source: str, target: str) -> None:
+    """Refuse ``source supersedes target`` when ``target`` already (transitively)
+    supersedes ``source``, or when ``target`` is already superseded."""
+    old = store.get(target)
+    if old is not None and old.superseded_by and old.superseded_by != source:
+        raise ValidationError("target", f"{target} is already superseded by {old.superseded_by}")
+    current = store.get(source)
+    hops = 0
+    while current is not None and current.superseded_by and hops < MAX_HOPS:
+        if current.superseded_by == target:
+            raise ValidationError("target", "this supersedes edge would close a cycle")
+        current = store.get(current.superseded_by)
+        hops += 1
