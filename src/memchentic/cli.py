@@ -674,9 +674,10 @@ def stats(
 
 
 def _register_subcommands() -> None:
-    from .cli_directory import register
+    from . import cli_directory, cli_graph
 
-    register(app)
+    cli_directory.register(app)
+    cli_graph.register(app)
 
 
 _register_subcommands()

@@ -18,6 +18,7 @@ from .access import TRUSTED, AccessPolicy, Principal, read_scope, scope_namespac
 from .access.directory import Directory
 from .access.policy import CHARTER_TYPE
 from .clock import as_utc, utcnow
+from .context.mixin import ContextMixin
 from .embed import Embedder, get_embedder
 from .errors import (
     EmbedderMismatchError,
@@ -27,14 +28,18 @@ from .errors import (
     ValidationError,
 )
 from .events import EventBus
+from .graph import supersession
+from .graph.auto_edges import EdgeClassifier, RuleEdges
 from .graph.entities import EntityExtractor, RuleEntities
 from .graph.mixin import GraphMixin
 from .ids import new_id
+from .learn.mixin import LearnMixin
 from .lifetime import (
     initial_expiry,
     renewed_expiry,
     should_count_recall,
 )
+from .maintain import MaintainMixin
 from .record import (
     Event,
     MemoryRecord,
@@ -45,7 +50,8 @@ from .record import (
     resolve_intent,
 )
 from .retrieval import pipeline
-from .retrieval.profiles import SearchProfile, get_profile
+from .retrieval.profiles import Candidate, SearchProfile, get_profile
+from .sessions import SessionMixin
 from .settings import Settings, load_settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
@@ -61,7 +67,7 @@ class _Prepared:
     refusal: WriteResult | None = None
 
 
-class Memory(GraphMixin):
+class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
     """Long-term memory for an agent, embedded.
 
     :param path: store file (or ``store=`` a path or URL); default ``~/.memchentic/memory.db``.
@@ -80,6 +86,7 @@ class Memory(GraphMixin):
         access: AccessPolicy | None = None,
         polarity: PolarityClassifier | None = None,
         entities: EntityExtractor | None = None,
+        edge_classifier: EdgeClassifier | None = None,
         reranker: pipeline.Reranker | None = None,
         check_embedder: bool = True,
     ) -> None:
@@ -88,6 +95,9 @@ class Memory(GraphMixin):
         self.access = access or AccessPolicy()
         self.polarity = polarity or RulePolarity()
         self.entity_extractor = entities or RuleEntities()
+        self.edge_classifier = edge_classifier or RuleEdges(
+            self.settings.auto_edge_related_similarity, self.settings.auto_edge_supports_similarity
+        )
         self.reranker = reranker
         if self.settings.memory_reranker_enabled and reranker is None:
             raise ValidationError(
@@ -210,7 +220,8 @@ class Memory(GraphMixin):
         ``confidence``, ``importance``, ``ttl_days``, ``permanent``, ``expires_at``,
         ``created_at``, ``valid_from``, ``valid_to``, ``path_hint``, ``repo``,
         ``entities``, ``tier_l0``, ``tier_l1``, ``pinned``, ``on_duplicate``
-        (refuse|reinforce|keep), ``secrets`` (refuse|redact|allow), ``now``.
+        (refuse|reinforce|keep), ``auto_edges`` (link to similar memories),
+        ``secrets`` (refuse|redact|allow), ``now``.
         """
         return self.add_many([{"content": content, **options}])[0]
 
@@ -223,9 +234,11 @@ class Memory(GraphMixin):
         string or a mapping of :meth:`add` options (``common`` applies to all)."""
         prepared: list[_Prepared] = []
         policies: list[str | None] = []
+        linking: list[bool] = []
         for item in items:
             options = {**common, **({"content": item} if isinstance(item, str) else item)}
             policies.append(options.pop("on_duplicate", None))
+            linking.append(bool(options.pop("auto_edges", False)))
             prepared.append(self._prepare(**options))
         if not prepared:
             return []
@@ -239,8 +252,10 @@ class Memory(GraphMixin):
         results: list[WriteResult] = []
         contexts: list[WriteContext] = []
         with self.store.write():
-            for prep, policy in zip(prepared, policies, strict=True):
+            for prep, policy, link in zip(prepared, policies, linking, strict=True):
                 ctx = self._ctx(prep.record.created_at or utcnow(), policy)
+                if link:
+                    ctx = replace(ctx, edge_classifier=self.edge_classifier)
                 contexts.append(ctx)
                 if prep.refusal is not None:
                     results.append(prep.refusal)
@@ -580,7 +595,7 @@ class Memory(GraphMixin):
             tags=check.tags(tags, self.settings) or None,
             path_hint=check.optional_text(path_hint, "path_hint"),
             repo=check.optional_text(repo, "repo"), include_expired=include_expired,
-            include_superseded=include_superseded, as_of=as_utc(as_of, "as_of"),
+            include_superseded=True, as_of=as_utc(as_of, "as_of"),
         )  # fmt: skip
         if flt.namespaces == []:
             return []
@@ -588,6 +603,9 @@ class Memory(GraphMixin):
             text, self.embedder.embed(text), flt, count, chosen, when, flt.path_hint
         )
         ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
+        if not include_superseded:  # a superseded hit stands for the tip of its chain
+            shown = replace(flt, include_superseded=False)
+            ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown, when)
         self._touch([c.memory for c in ranked], when)
         self.bus.emit(
             "memory.searched", actor=self.access.actor(self.principal),
@@ -633,6 +651,16 @@ class Memory(GraphMixin):
         from .maintenance import reindex
 
         return reindex(self, **kwargs)
+
+
+def _memory_of(cand: Candidate) -> MemoryRecord:
+    return cand.memory
+
+
+def _with_tip(cand: Candidate, tip: MemoryRecord, hops: int) -> Candidate:
+    cand.memory = tip
+    cand.trace["superseded_hops"] = float(hops)
+    return cand
 
 
 _STATUS_EVENTS = {

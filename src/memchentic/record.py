@@ -207,6 +207,8 @@ class WriteResult:
     reason: str | None = None
     similarity: float | None = None
     memory: MemoryRecord | None = None
+    #: Edges added by ``auto_edges=True``.
+    edges: list[Edge] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -219,6 +221,7 @@ class WriteResult:
             "ids": list(self.ids),
             "reason": self.reason,
             "similarity": self.similarity,
+            "edges": [e.to_dict() for e in self.edges],
         }
 
 

@@ -19,7 +19,14 @@ from ..store.base import MemoryFilter
 from . import supersession
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from collections.abc import Sequence
+
+    from ..access import AccessPolicy, Principal
+    from ..events import EventBus
+    from ..llm import ChatClient
+    from ..settings import Settings
+    from ..store.base import Store
+    from .ask import Answer
 
 #: Deepest neighbourhood ``neighbors`` explores.
 MAX_DEPTH = 3
@@ -55,8 +62,24 @@ class ConsolidationReport:
 class GraphMixin:
     """Methods of ``Memory`` that work on edges and entities."""
 
+    if TYPE_CHECKING:  # provided by Memory
+        store: Store
+        settings: Settings
+        access: AccessPolicy
+        principal: Principal
+        bus: EventBus
+
+        def _visible(self, memory_id: str) -> MemoryRecord: ...
+        def _writable(self, memory_id: str) -> MemoryRecord: ...
+        def _now(self, now: datetime | str | None) -> datetime: ...
+        def _touch(self, records: Sequence[MemoryRecord], now: datetime) -> None: ...
+        def _read_filter(
+            self, *, user_id: str | None, agent_id: str | None, namespace: str | None,
+            now: datetime, **fields: Any,
+        ) -> MemoryFilter: ...  # fmt: skip
+
     def relate(
-        self: Memory,
+        self,
         source: str,
         target: str,
         kind: str,
@@ -88,7 +111,7 @@ class GraphMixin:
             )  # fmt: skip
         return edge
 
-    def edges(self: Memory, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
+    def edges(self, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
         """Edges from or to a memory (only those whose other end the caller can see)."""
         self._visible(memory_id)
         out = []
@@ -99,7 +122,7 @@ class GraphMixin:
                 out.append(edge)
         return out
 
-    def delete_edge(self: Memory, edge_id: str) -> bool:
+    def delete_edge(self, edge_id: str) -> bool:
         """Remove an edge (the caller must be able to write both ends). Removing a
         ``supersedes`` edge brings the older memory back into reads."""
         if not isinstance(edge_id, str) or not edge_id:
@@ -117,7 +140,7 @@ class GraphMixin:
 
     # --- entities and neighbourhoods --------------------------------------------------
     def recall(
-        self: Memory,
+        self,
         *,
         entity: str,
         user_id: str | None = None,
@@ -153,7 +176,7 @@ class GraphMixin:
         return hits
 
     def entities(
-        self: Memory,
+        self,
         *,
         user_id: str | None = None,
         namespace: str | None = None,
@@ -174,7 +197,7 @@ class GraphMixin:
         return dict(sorted(out.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))
 
     def neighbors(
-        self: Memory, memory_id: str, depth: int = 1, *, limit: int = 50
+        self, memory_id: str, depth: int = 1, *, limit: int = 50
     ) -> builtins.list[Neighbour]:
         """Memories connected to ``memory_id`` through edges and shared entities, up to
         ``depth`` hops (at most 3), nearest first; only memories the caller can see."""
@@ -199,8 +222,48 @@ class GraphMixin:
                 break
         return found[:limit]
 
+    def consolidate(
+        self,
+        *,
+        user_id: str | None = None,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> ConsolidationReport:
+        """Fold clusters of near-duplicate entries into their strongest member (see
+        ``graph/consolidate.py``); ``dry_run=True`` reports without changing anything."""
+        from .consolidate import consolidate
+
+        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
+        if flt.namespaces == []:
+            return ConsolidationReport(dry_run)
+        spaces = flt.namespaces or sorted(self.store.stats(flt).by_namespace)
+        return ConsolidationReport(
+            dry_run,
+            consolidate(self, list(spaces), dry_run=dry_run),  # type: ignore[arg-type]
+        )
+
+    def ask(
+        self,
+        question: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        limit: int = 10,
+        chat: ChatClient | None = None,
+    ) -> Answer:
+        """Answer a question from memory (see ``graph/ask.py``): passages from the general
+        types plus one graph hop, positionally ranked, with citations; and an answer
+        when a chat model is given or configured (``CHAT_BASE_URL``)."""
+        from ..llm import ChatClient
+        from .ask import ask
+
+        client = chat if chat is not None else ChatClient.from_settings(self.settings)
+        return ask(self, question, limit=limit, chat=client,  # type: ignore[arg-type]
+                   user_id=user_id, agent_id=agent_id, namespace=namespace)  # fmt: skip
+
     def _adjacent(
-        self: Memory, memory_id: str, flt: MemoryFilter, limit: int
+        self, memory_id: str, flt: MemoryFilter, limit: int
     ) -> builtins.list[tuple[MemoryRecord, str]]:
         out: list[tuple[MemoryRecord, str]] = []
         for edge in self.store.edges(memory_id):

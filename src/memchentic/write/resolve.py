@@ -18,6 +18,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..graph.auto_edges import EdgeClassifier
 from ..ids import new_id
 from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
@@ -38,6 +39,8 @@ class WriteContext:
     actor: str
     now: datetime
     on_duplicate: str
+    #: Classifies relations to neighbours when the write asked for ``auto_edges``.
+    edge_classifier: EdgeClassifier | None = None
     #: Events to emit once the write has committed: (type, namespace, memory id, payload).
     pending: list[tuple[str, str, str, dict[str, object]]] = field(default_factory=list)
 
@@ -73,7 +76,32 @@ def update_with_version(
 
 
 def resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
-    """Decide and apply one write; the caller holds ``store.write()``."""
+    """Decide and apply one write (and its auto-edges); the caller holds ``store.write()``."""
+    result = _resolve(ctx, record, vector)
+    if ctx.edge_classifier is not None and result.status in ("added", "superseded"):
+        result.edges = _auto_edges(ctx, record, vector, skip=set(result.ids))
+    return result
+
+
+def _auto_edges(
+    ctx: WriteContext, record: MemoryRecord, vector: np.ndarray, skip: set[str]
+) -> list[Edge]:
+    assert ctx.edge_classifier is not None
+    edges: list[Edge] = []
+    for old, cosine in _neighbours(ctx, record, vector, record.kind):
+        if old.id in skip or len(edges) >= ctx.settings.auto_edge_max:
+            continue
+        found = ctx.edge_classifier.classify(record, old, cosine)
+        if found is None:
+            continue
+        kind, strength = found
+        edge = Edge(new_id(), record.id, old.id, kind, strength, ctx.now, {"auto": True})
+        ctx.store.add_edge(edge)
+        edges.append(edge)
+    return edges
+
+
+def _resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
     if record.slot_key:
         existing = ctx.store.find_slot(record.namespace, record.slot_key)
         if existing is not None:

@@ -1,0 +1,100 @@
+"""CLI for the graph: consolidate, neighbours and ask."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .cli import (
+    EmbedderOpt,
+    JsonOpt,
+    MemoryIdArg,
+    NamespaceOpt,
+    StoreOpt,
+    UserOpt,
+    _echo_json,
+    _memory,
+    _out,
+    _table,
+)
+
+
+def consolidate(
+    user: UserOpt = None,
+    namespace: NamespaceOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report the clusters, change nothing.")
+    ] = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fold clusters of near-duplicate entries into their strongest member.
+
+    Example: memchentic consolidate --user alice --dry-run
+    """
+    with _memory(store, embedder) as mem:
+        report = mem.consolidate(user_id=user, namespace=namespace, dry_run=dry_run)
+    if as_json:
+        _echo_json(report.to_dict())
+        return
+    for cluster in report.clusters:
+        typer.echo(f"{cluster['namespace']}: keep {cluster['kept']}, merge "
+                   f"{', '.join(cluster['merged'])}")  # fmt: skip
+    verb = "would merge" if dry_run else "merged"
+    typer.echo(f"{verb} {report.merged} memories in {len(report.clusters)} clusters")
+
+
+def neighbors(
+    memory_id: MemoryIdArg,
+    depth: Annotated[int, typer.Option("--depth", help="Hops, 1 to 3.")] = 1,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Memories connected to one memory through edges and shared entities.
+
+    Example: memchentic neighbors 01J... --depth 2
+    """
+    with _memory(store, embedder) as mem:
+        found = mem.neighbors(memory_id, depth)
+    if as_json:
+        _echo_json([n.to_dict() for n in found])
+        return
+    table = _table()
+    for column in ("depth", "via", "id", "text"):
+        table.add_column(column)
+    for n in found:
+        table.add_row(str(n.depth), n.via, n.memory.id, n.memory.content[:80])
+    _out().print(table)
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    user: UserOpt = None,
+    namespace: NamespaceOpt = None,
+    limit: Annotated[int, typer.Option("--limit", help="Passages from search.")] = 10,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer from memory: cited passages, and an answer when CHAT_BASE_URL is set.
+
+    Example: memchentic ask "Where does Maya live?" --user maya
+    """
+    with _memory(store, embedder) as mem:
+        result = mem.ask(question, user_id=user, namespace=namespace, limit=limit)
+    if as_json:
+        _echo_json(result.to_dict())
+        return
+    if result.answer:
+        typer.echo(result.answer + "\n")
+    for p in result.passages:
+        typer.echo(f"[{p.citation}] {p.memory.content}  ({p.via}, {p.score:.2f})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("consolidate")(consolidate)
+    app.command("neighbors")(neighbors)
+    app.command("ask")(ask)
