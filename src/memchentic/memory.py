@@ -150,6 +150,24 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         """A view of this memory that runs every call as the identity ``name``
         (``alice``, ``user:alice`` or ``agent:sophie``) under the access rules.
         On the trusted local principal an unknown name creates that identity."""
+        kind, key = self._identity_key(name)
+        if self.store.find_identity(key, kind) is None:
+            self.directory.create_identity(key, kind)
+        return self.for_identity(name)
+
+    def for_identity(self, name: str) -> Memory:
+        """Like :meth:`as_identity` but never creates: an unknown identity is an error
+        (what servers use: a request never creates identities)."""
+        kind, key = self._identity_key(name)
+        identity = self.store.find_identity(key, kind)
+        if identity is None:
+            raise ValidationError("identity", f"unknown identity: {name}")
+        view = copy.copy(self)
+        view.principal = Principal(identity.name, trusted=False, identity_id=identity.id)
+        view._owns_store = False
+        return view
+
+    def _identity_key(self, name: str) -> tuple[str, str]:
         if not self.principal.trusted:
             raise ValidationError("identity", "only the trusted local principal can switch")
         if not isinstance(name, str):
@@ -157,11 +175,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         kind, _, key = name.partition(":") if ":" in name else ("user", "", name)
         if kind not in ("user", "agent"):
             raise ValidationError("identity", "must be NAME, user:NAME or agent:NAME")
-        identity = self.store.find_identity(key, kind) or self.directory.create_identity(key, kind)
-        view = copy.copy(self)
-        view.principal = Principal(identity.name, trusted=False, identity_id=identity.id)
-        view._owns_store = False
-        return view
+        return kind, key
 
     def __enter__(self) -> Memory:
         return self
