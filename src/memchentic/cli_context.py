@@ -1,0 +1,301 @@
+"""CLI for context, sessions, learning and upkeep: ``context``, ``pin``, ``unpin``,
+``learn``, ``maintain`` and the ``session`` group.
+
+Registered on the main app by ``cli.py``; every command opens the store, calls
+one :class:`~memchentic.Memory` method, prints the result (``--json`` for JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from .cli import (
+    AgentOpt,
+    EmbedderOpt,
+    JsonOpt,
+    MemoryIdArg,
+    NamespaceOpt,
+    StoreOpt,
+    UserOpt,
+    _echo_json,
+    _err,
+    _fail,
+    _memory,
+    _out,
+    _print_write,
+    _table,
+    _write_line,
+)
+
+session_app = typer.Typer(help="Sessions: turns, history, summaries.", no_args_is_help=True)
+
+SessionOpt = Annotated[
+    str | None,
+    typer.Option("--session", help="Session id. Default: default:<user>.", show_default=False),
+]
+
+
+def context(
+    query: Annotated[str, typer.Argument(help="What the prompt is about ('' for none).")] = "",
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    session: SessionOpt = None,
+    namespace: NamespaceOpt = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", help="Token budget of the block.", min=1)
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Search hits to sort into sections.", min=1)
+    ] = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Print the context block for a prompt (stable part first, then what is relevant).
+
+    Example: memchentic context "plan my trip" --user sam --budget 500
+    """
+    with _memory(store, embedder) as mem:
+        ctx = mem.context(query or None, user_id=user, agent_id=agent, session_id=session,
+                          namespace=namespace, budget_tokens=budget, limit=limit)  # fmt: skip
+    if as_json:
+        _echo_json(ctx.to_dict())
+        return
+    typer.echo(str(ctx))
+    note = f"{ctx.tokens} tokens ({ctx.tokenizer})"
+    if ctx.dropped:
+        note += f", {len(ctx.dropped)} items dropped to fit {ctx.budget_tokens}"
+    _err().print(Text(note, style="dim"))
+
+
+def pin(
+    memory_id: MemoryIdArg,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Pin a memory: it goes in the stable part of every context.
+
+    Example: memchentic pin 01J9Z3V6W7X8Y9Z0A1B2C3D4E5
+    """
+    with _memory(store, embedder) as mem:
+        result = mem.pin(memory_id)
+    _print_write(result, as_json)
+
+
+def unpin(
+    memory_id: MemoryIdArg,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Unpin a memory.
+
+    Example: memchentic unpin 01J9Z3V6W7X8Y9Z0A1B2C3D4E5
+    """
+    with _memory(store, embedder) as mem:
+        result = mem.unpin(memory_id)
+    _print_write(result, as_json)
+
+
+def _messages(source: str) -> Any:
+    """A JSON list of messages (or strings), else the text as one user message."""
+    text = sys.stdin.read() if source == "-" else _read(source)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return data if isinstance(data, list) else text
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc.strerror or exc}")
+
+
+def learn(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="A JSON list of {role, content} messages, or plain text; '-' is stdin.",
+        ),
+    ],
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    session: SessionOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Extract memories from a conversation and remember them.
+
+    Uses a chat model when CHAT_BASE_URL is set, else the rule-based extractor.
+
+    Example: echo "I live in Lisbon. Never use emojis." | memchentic learn - --user sam
+    """
+    messages = _messages(file)
+    with _memory(store, embedder) as mem:
+        results = mem.learn(messages, user_id=user, agent_id=agent, session_id=session,
+                            namespace=namespace)  # fmt: skip
+    if as_json:
+        _echo_json([r.to_dict() | {"content": r.memory.content if r.memory else None}
+                    for r in results])  # fmt: skip
+        return
+    out = _out()
+    if not results:
+        out.print("nothing to learn")
+    for result in results:
+        line = _write_line(result)
+        if result.memory is not None:
+            line.append(f"  {result.memory.type}: {result.memory.content}", style="dim")
+        out.print(line)
+
+
+def maintain(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what would be done.")
+    ] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Upkeep in one call: gc, consolidation, session summaries, old events.
+
+    Example: memchentic maintain --dry-run
+    """
+    with _memory(store, embedder) as mem:
+        report = mem.maintain(dry_run=dry_run).to_dict()
+    if as_json:
+        _echo_json(report)
+        return
+    out = _out()
+    gc = report["gc"]
+    verb = "would delete" if dry_run else "deleted"
+    out.print(f"gc: {verb} {len(gc['expired']) + len(gc['decayed'])} memories")
+    merged = (report["consolidation"] or {}).get("merged")
+    out.print(f"consolidation: {'not available' if merged is None else f'{merged} merged'}")
+    for entry in report["summaries"]:
+        out.print(f"summary {entry['session_id']} ({entry['namespace']}): {entry['status']}")
+    pruned = report["events_pruned"]
+    out.print(f"events pruned: {'-' if pruned is None else pruned}")
+
+
+# --- sessions ---------------------------------------------------------------------------------
+@session_app.command("turn")
+def session_turn(
+    role: Annotated[str, typer.Argument(help="user, assistant, system or tool.")],
+    text: Annotated[str, typer.Argument(help="The message ('-' reads stdin).")],
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    session: SessionOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Append a message to a session.
+
+    Example: memchentic session turn user "I moved to Lisbon" --user sam --session trip
+    """
+    content = sys.stdin.read() if text == "-" else text
+    with _memory(store, embedder) as mem:
+        turn = mem.record_turn(role, content, session_id=session, user_id=user,
+                               agent_id=agent, namespace=namespace)  # fmt: skip
+    if as_json:
+        _echo_json(turn.to_dict())
+    else:
+        _out().print(f"recorded {turn.id} in {turn.session_id}")
+
+
+@session_app.command("history")
+def session_history(
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    session: SessionOpt = None,
+    namespace: NamespaceOpt = None,
+    limit: Annotated[int, typer.Option("--limit", help="Last N turns.", min=1)] = 50,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Show the last turns of a session, oldest first.
+
+    Example: memchentic session history --user sam --session trip --limit 20
+    """
+    with _memory(store, embedder) as mem:
+        turns = mem.get_history(session, limit, user_id=user, agent_id=agent,
+                                namespace=namespace)  # fmt: skip
+    if as_json:
+        _echo_json([t.to_dict() for t in turns])
+        return
+    table = _table()
+    table.add_column("at", no_wrap=True)
+    table.add_column("role")
+    table.add_column("text", overflow="fold")
+    for t in turns:
+        table.add_row(t.at.strftime("%Y-%m-%d %H:%M"), t.role, Text(t.content))
+    _out().print(table)
+
+
+@session_app.command("list")
+def session_list(
+    user: UserOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """List sessions with their number of turns, latest first.
+
+    Example: memchentic session list --user sam
+    """
+    with _memory(store, embedder) as mem:
+        found = mem.list_sessions(user_id=user, namespace=namespace)
+    if as_json:
+        _echo_json([{"session_id": sid, "turns": n} for sid, n in found])
+        return
+    table = _table()
+    table.add_column("session")
+    table.add_column("turns")
+    for sid, n in found:
+        table.add_row(sid, str(n))
+    _out().print(table)
+
+
+@session_app.command("summarize")
+def session_summarize(
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    session: SessionOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Write (or replace) the session's summary memory.
+
+    Example: memchentic session summarize --user sam --session trip
+    """
+    with _memory(store, embedder) as mem:
+        result = mem.summarize_session(session, user_id=user, agent_id=agent,
+                                       namespace=namespace)  # fmt: skip
+    _print_write(result, as_json)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("context")(context)
+    app.command("pin")(pin)
+    app.command("unpin")(unpin)
+    app.command("learn")(learn)
+    app.command("maintain")(maintain)
+    app.add_typer(session_app, name="session")

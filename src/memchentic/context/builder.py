@@ -1,0 +1,323 @@
+"""Building a :class:`~memchentic.context.model.Context` (DESIGN section 7).
+
+Every section is collected through the access-checked read paths of ``Memory``
+(``_read_filter`` for listed sections, ``search`` for the query, the caller's
+turn namespace for turns, ``neighbors`` and ``edges`` for the graph), so a
+context holds only what the caller could read one memory at a time.
+
+1. The stable part, listed without the query and sorted by ``(created_at, id)``:
+   instructions, profile, goals, pinned.
+2. The session part: working memory of the session, its summary, its last turns.
+3. One search for the query (``CONTEXT_SEARCH_LIMIT`` hits), each hit sorted into
+   a section by its type (``sections.TYPE_SECTIONS``); the graph neighbours of the
+   best ``CONTEXT_GRAPH_SEEDS`` hits make the graph relations.
+4. With a budget, items are kept in ``KEEP_ORDER`` (then by score) while the
+   rendered block still fits; an item that does not fit is dropped whole.
+5. Links: the edges between the memories that were kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..record import MemoryRecord, Turn
+from ..sessions import resolve_session_id, turn_read_namespace
+from .model import Context, ContextItem, Section, one_line, render_sections
+from .sections import (
+    GOAL_TYPES,
+    INSTRUCTION_TYPES,
+    KEEP_ORDER,
+    LISTED_TYPES,
+    PREFERENCE_TYPES,
+    PROFILE_SLOT_PREFIX,
+    SECTIONS,
+    WORKING_TYPE,
+    section_for_hit,
+    session_summary_slot,
+)
+from .tokens import TokenCounter, get_counter
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..store.base import MemoryFilter
+
+#: Characters (at most) of each end's text a link line quotes, cut at a word boundary.
+LINK_SNIPPET_CHARS = 48
+#: Neighbours taken from each graph seed.
+NEIGHBOURS_PER_SEED = 5
+#: A neighbour's score: its seed's score times this, divided by its depth.
+NEIGHBOUR_DISCOUNT = 0.5
+
+
+@dataclass(slots=True)
+class Request:
+    """What a context is asked for; the scope follows the rules of ``search``."""
+
+    query: str | None
+    user_id: str | None = None
+    agent_id: str | None = None
+    namespace: str | None = None
+    session_id: str | None = None
+    budget_tokens: int | None = None
+    search_limit: int | None = None
+    recent_turns: int | None = None
+
+
+@dataclass(slots=True)
+class _Collected:
+    items: dict[str, list[ContextItem]] = field(default_factory=dict)
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    listed: list[MemoryRecord] = field(default_factory=list)
+
+    def add(self, section: str, item: ContextItem, record: MemoryRecord | None = None) -> None:
+        self.items.setdefault(section, []).append(item)
+        if record is not None:
+            self.records[record.id] = record
+
+    def taken(self, memory_id: str) -> bool:
+        return memory_id in self.records
+
+
+def build(mem: Memory, req: Request, now: datetime) -> Context:
+    """Collect, fit to the budget, link, and announce a context."""
+    s = mem.settings
+    counter = get_counter(s.context_tokenizer)
+    sid = resolve_session_id(mem, req.session_id, req.user_id)
+    flt = mem._read_filter(user_id=req.user_id, agent_id=req.agent_id,
+                           namespace=req.namespace, now=now)  # fmt: skip
+    got = _Collected()
+    if flt.namespaces != []:
+        _stable(mem, flt, got)
+        _session_memories(mem, flt, sid, got)
+    _turns(mem, req, sid, got)
+    if flt.namespaces != [] and req.query is not None and req.query.strip():
+        _searched(mem, req, flt, now, got)
+    kept, dropped = _fit(got.items, req.budget_tokens, counter)
+    kept_ids = {i.id for items in kept.values() for i in items if i.source == "memory"}
+    links = _links(mem, [r for r in got.records.values() if r.id in kept_ids])
+    if links:
+        more, gone = _fit({"links": links}, req.budget_tokens, counter, kept)
+        kept, dropped = more, dropped + gone
+    sections = [Section(spec.name, spec.title, spec.stable, kept.get(spec.name, []))
+                for spec in SECTIONS]  # fmt: skip
+    ctx = Context(req.query, sid, sections, dropped, req.budget_tokens, counter.name)
+    ctx.tokens = counter.count(str(ctx))
+    mem._touch([r for r in got.listed if r.id in kept_ids], now)
+    mem.bus.emit(
+        "context.built", actor=mem.access.actor(mem.principal),
+        namespace=mem.access.default_namespace(mem.principal), session_id=sid,
+        items=len(ctx.items), dropped=len(dropped), tokens=ctx.tokens,
+        budget_tokens=req.budget_tokens,
+    )  # fmt: skip
+    return ctx
+
+
+# --- collecting ---------------------------------------------------------------------------
+
+
+def _sorted(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+    """Deterministic, clock-free order of the stable part: creation time, then id."""
+    return sorted(records, key=lambda r: (r.created_at.isoformat() if r.created_at else "", r.id))
+
+
+def _listed(
+    mem: Memory, flt: MemoryFilter, *, types: Sequence[str] | None = None,
+    slot_prefix: str | None = None, pinned: bool | None = None, limit: int | None = None,
+) -> list[MemoryRecord]:  # fmt: skip
+    narrowed = _narrow(flt, types=types, slot_prefix=slot_prefix, pinned=pinned)
+    count = limit or mem.settings.context_section_limit
+    return mem.store.list_memories(narrowed, limit=count, newest_first=True)
+
+
+def _narrow(
+    flt: MemoryFilter,
+    *,
+    types: Sequence[str] | None = None,
+    slot_prefix: str | None = None,
+    pinned: bool | None = None,
+) -> MemoryFilter:
+    """A copy of the caller's filter, narrowed further (never widened)."""
+    out = replace(flt)
+    if types is not None:
+        out.types = list(types)
+    if slot_prefix is not None:
+        out.slot_prefix = slot_prefix
+    if pinned is not None:
+        out.pinned = pinned
+    return out
+
+
+def _memory_item(record: MemoryRecord, section: str, score: float, text: str | None = None
+                 ) -> ContextItem:  # fmt: skip
+    return ContextItem(record.id, text or record.text(), score, section, "memory", record.type)
+
+
+def _stable(mem: Memory, flt: MemoryFilter, got: _Collected) -> None:
+    """Instructions, profile, goals, pinned: independent of the query and the clock
+    (scores are importance, which only a write changes)."""
+    profile = {r.id: r for r in _listed(mem, flt, slot_prefix=PROFILE_SLOT_PREFIX)}
+    for r in _listed(mem, flt, types=PREFERENCE_TYPES):
+        profile.setdefault(r.id, r)
+    groups = [
+        ("instructions", _listed(mem, flt, types=INSTRUCTION_TYPES)),
+        ("profile", list(profile.values())),
+        ("goals", _listed(mem, flt, types=GOAL_TYPES)),
+        ("pinned", _listed(mem, flt, pinned=True)),
+    ]
+    for section, records in groups:
+        for record in _sorted(records):
+            if got.taken(record.id):
+                continue
+            got.add(section, _memory_item(record, section, record.importance), record)
+            got.listed.append(record)
+
+
+def _session_memories(mem: Memory, flt: MemoryFilter, sid: str, got: _Collected) -> None:
+    """The session's working memory and its summary (one per namespace)."""
+    working = [
+        r for r in mem.store.list_memories(
+            _narrow(flt, types=[WORKING_TYPE]), limit=10_000, newest_first=True
+        ) if r.session_id == sid
+    ][: mem.settings.context_section_limit]  # fmt: skip
+    for record in _sorted(working):
+        if not got.taken(record.id):
+            got.add("working_memory", _memory_item(record, "working_memory", record.importance),
+                    record)  # fmt: skip
+            got.listed.append(record)
+    slot = session_summary_slot(sid)
+    for record in _sorted(_listed(mem, flt, slot_prefix=slot, limit=10)):
+        if record.slot_key == slot and not got.taken(record.id):
+            got.add("session_summary", _memory_item(record, "session_summary", 1.0), record)
+            got.listed.append(record)
+
+
+def _turns(mem: Memory, req: Request, sid: str, got: _Collected) -> None:
+    count = mem.settings.context_recent_turns if req.recent_turns is None else req.recent_turns
+    if count <= 0:
+        return
+    visible, ns = turn_read_namespace(mem, req.user_id, req.agent_id, req.namespace)
+    turns: list[Turn] = mem.store.turns(sid, namespace=ns, limit=count) if visible else []
+    for i, turn in enumerate(turns):
+        item = ContextItem(turn.id, f"{turn.role}: {turn.content}", (i + 1) / len(turns),
+                           "recent_turns", "turn", turn.role)  # fmt: skip
+        got.add("recent_turns", item)
+
+
+def _searched(mem: Memory, req: Request, flt: MemoryFilter, now: datetime, got: _Collected
+              ) -> None:  # fmt: skip
+    """One search; each hit to its section by type; neighbours of the best hits."""
+    assert req.query is not None
+    limit = req.search_limit or mem.settings.context_search_limit
+    hits = mem.search(req.query, user_id=req.user_id, agent_id=req.agent_id,
+                      namespace=req.namespace, limit=limit, now=now)  # fmt: skip
+    seeds: list[tuple[MemoryRecord, float]] = []
+    for hit in hits:
+        record = hit.memory
+        if got.taken(record.id) or record.type in LISTED_TYPES:
+            continue
+        section = section_for_hit(record.type, record.slot_key)
+        got.add(section, _memory_item(record, section, hit.score, hit.text), record)
+        if len(seeds) < mem.settings.context_graph_seeds:
+            seeds.append((record, hit.score))
+    neighbors = getattr(mem, "neighbors", None)
+    if neighbors is None:  # the graph is optional: no neighbours, no graph relations
+        return
+    for seed, score in seeds:
+        for found in neighbors(seed.id, 1, limit=NEIGHBOURS_PER_SEED):
+            record = found.memory
+            if got.taken(record.id) or not _in_scope(record, flt, now):
+                continue
+            via = found.via.partition(":")[2] or found.via
+            how = f"shares {via}" if found.via.startswith("entity:") else via
+            text = f"{record.text()} ({how}: {_snippet(seed.text())})"
+            item = _memory_item(record, "graph_relations",
+                                score * NEIGHBOUR_DISCOUNT / found.depth, text)  # fmt: skip
+            got.add("graph_relations", item, record)
+
+
+def _in_scope(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
+    """A neighbour must be in the context's scope, live, current, and not listed elsewhere."""
+    if flt.namespaces is not None and record.namespace not in flt.namespaces:
+        return False
+    if flt.agent_id is not None and record.agent_id not in (None, flt.agent_id):
+        return False
+    if record.is_expired(now) or record.superseded_by is not None:
+        return False
+    return record.type not in LISTED_TYPES
+
+
+def _snippet(text: str) -> str:
+    flat = one_line(text)
+    if len(flat) <= LINK_SNIPPET_CHARS:
+        return flat
+    cut = flat[: LINK_SNIPPET_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "…"
+
+
+def _links(mem: Memory, records: Sequence[MemoryRecord]) -> list[ContextItem]:
+    """Edges between memories of the context, as ``"source" kind "target"`` lines."""
+    by_id = {r.id: r for r in records}
+    seen: set[str] = set()
+    items: list[ContextItem] = []
+    for record in _sorted(records):
+        for edge in mem.store.edges(record.id):
+            if edge.id in seen or edge.source not in by_id or edge.target not in by_id:
+                continue
+            seen.add(edge.id)
+            kind = edge.kind.replace("_", " ")
+            text = (f'"{_snippet(by_id[edge.source].text())}" {kind} '
+                    f'"{_snippet(by_id[edge.target].text())}"')  # fmt: skip
+            items.append(ContextItem(edge.id, text, edge.strength, "links", "edge", edge.kind))
+    return items
+
+
+# --- the budget ---------------------------------------------------------------------------
+
+
+def _render(kept: dict[str, list[ContextItem]]) -> str:
+    return render_sections(
+        Section(spec.name, spec.title, spec.stable, kept.get(spec.name, [])) for spec in SECTIONS
+    )
+
+
+def _fit(
+    items: dict[str, list[ContextItem]],
+    budget: int | None,
+    counter: TokenCounter,
+    already: dict[str, list[ContextItem]] | None = None,
+) -> tuple[dict[str, list[ContextItem]], list[ContextItem]]:
+    """Keep the most important items whose rendered block fits ``budget`` tokens.
+
+    Items are tried in ``KEEP_ORDER``, best score first; each stays only if the
+    whole block (headings and separators included) still fits, so nothing is cut
+    in half and a smaller, less important item may still fit after a large one was
+    dropped. Within a section, kept items keep their collected order. Returns the
+    kept items by section and the dropped ones, in the order they were tried."""
+    kept = {name: list(v) for name, v in (already or {}).items()}
+    if budget is None or counter.count(_render(_merged(kept, items))) <= budget:
+        return _merged(kept, items), []
+    order = {name: i for i, name in enumerate(KEEP_ORDER)}
+    positions = {id(item): n for v in items.values() for n, item in enumerate(v)}
+    candidates = sorted(
+        (item for v in items.values() for item in v),
+        key=lambda it: (order[it.section], -it.score, positions[id(it)]),
+    )
+    dropped: list[ContextItem] = []
+    for item in candidates:
+        section = kept.setdefault(item.section, [])
+        trial = sorted([*section, item], key=lambda it: positions.get(id(it), -1))
+        kept[item.section] = trial
+        if counter.count(_render(kept)) <= budget:
+            continue
+        kept[item.section] = section
+        dropped.append(item)
+    return kept, dropped
+
+
+def _merged(
+    a: dict[str, list[ContextItem]], b: dict[str, list[ContextItem]]
+) -> dict[str, list[ContextItem]]:
+    return {name: [*a.get(name, []), *b.get(name, [])] for name in {*a, *b}}

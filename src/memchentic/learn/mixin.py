@@ -1,0 +1,175 @@
+"""The learning side of :class:`~memchentic.Memory`: ``learn`` (extract memories from
+a conversation) and ``manage`` (apply a list of memory operations in one call)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemchenticError, ValidationError
+from ..llm import ChatClient
+from ..mixins import as_memory
+from ..record import Turn, WriteResult
+from ..settings import Settings
+from .base import Extractor, Message, to_messages
+from .openai_chat import OpenAIChatExtractor
+from .rules import RuleExtractor
+
+if TYPE_CHECKING:
+    pass
+
+#: Operation names ``manage`` accepts, with their aliases (mem0 and LangMem spellings).
+MANAGE_OPS: dict[str, str] = {
+    "add": "add", "create": "add", "insert": "add",
+    "revise": "revise", "update": "revise", "edit": "revise",
+    "delete": "delete", "forget": "delete", "remove": "delete",
+    "none": "none", "noop": "none", "keep": "none",
+}  # fmt: skip
+
+
+def default_extractor(settings: Settings) -> tuple[Extractor, bool]:
+    """The chat extractor when ``CHAT_BASE_URL`` is set, else the rules; and whether
+    the caller owns it (and must close it)."""
+    client = ChatClient.from_settings(settings)
+    if client is None:
+        return RuleExtractor(), False
+    return OpenAIChatExtractor(client), True
+
+
+class LearnMixin:
+    """Methods of ``Memory`` that turn conversations and operations into writes."""
+
+    #: The extractor of :meth:`learn`; None = a chat model when ``CHAT_BASE_URL`` is
+    #: set, else :class:`~memchentic.learn.rules.RuleExtractor`.
+    extractor: Extractor | None = None
+
+    def learn(
+        self,
+        messages: str | Iterable[str | Mapping[str, Any] | Turn | Message],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        extractor: Extractor | None = None,
+        now: datetime | str | None = None,
+    ) -> builtins.list[WriteResult]:
+        """Extract memories from a conversation and write each one through the normal
+        write path (slots, duplicates, contradictions, secrets); returns the write
+        results in order. ``messages``: strings (user messages), ``{"role", "content"}``
+        mappings or turns (``get_history()``)."""
+        mem = as_memory(self)
+        msgs = to_messages(messages)
+        owned = False
+        chosen = extractor or mem.extractor
+        if chosen is None:
+            chosen, owned = default_extractor(mem.settings)
+        try:
+            found = chosen.extract(msgs)
+        finally:
+            close = getattr(chosen, "close", None)
+            if owned and close is not None:
+                close()
+        if not found:
+            return []
+        name = getattr(chosen, "name", type(chosen).__name__)
+        scope = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id,
+                 "namespace": namespace, "now": now}  # fmt: skip
+        common = {k: v for k, v in scope.items() if v is not None}
+        results = mem.add_many([item.to_options(name) for item in found], **common)
+        actor = mem.access.actor(mem.principal)
+        fallback = mem._write_namespace(namespace, user_id, agent_id)
+        for result in results:
+            ns = result.memory.namespace if result.memory is not None else fallback
+            mem.bus.emit("memory.extracted", actor=actor, namespace=ns, memory_id=result.id,
+                          status=result.status, extractor=name)  # fmt: skip
+        return results
+
+    def manage(
+        self,
+        operations: Sequence[Mapping[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        session_id: str | None = None,
+    ) -> builtins.list[WriteResult]:
+        """Apply memory operations in order, in one call (an agent's "manage memories"
+        tool): ``{"op": "add", "content": ..., **add options}``, ``{"op": "revise",
+        "id": ..., "content": ..., **changes}``, ``{"op": "delete", "id": ...}`` and
+        ``{"op": "none"}`` (aliases: create, update, forget, noop, ...).
+
+        Every operation is checked before any is applied (a malformed one raises
+        :class:`ValidationError` and nothing changes). Then each runs as its own
+        write; one that fails (a memory not found or not writable, a bad field) is
+        reported as ``refused`` with the reason, and the others still run.
+        The scope options apply to adds that name none of their own."""
+        mem = as_memory(self)
+        planned = [_plan(i, op) for i, op in enumerate(_sequence(operations))]
+        scope = {"user_id": user_id, "agent_id": agent_id, "namespace": namespace,
+                 "session_id": session_id}  # fmt: skip
+        common = {k: v for k, v in scope.items() if v is not None}
+        actor = mem.access.actor(mem.principal)
+        results: list[WriteResult] = []
+        for name, fields in planned:
+            result, ns = mem._apply_operation(name, fields, common)
+            results.append(result)
+            if name != "none":
+                mem.bus.emit("memory.managed", actor=actor, namespace=ns, memory_id=result.id,
+                              op=name, status=result.status)  # fmt: skip
+        return results
+
+    def _apply_operation(
+        self, name: str, fields: dict[str, Any], common: dict[str, Any]
+    ) -> tuple[WriteResult, str | None]:
+        mem = as_memory(self)
+        memory_id = fields.pop("id", None)
+        try:
+            if name == "add":
+                options = {**common, **fields} if not _scoped(fields) else fields
+                result = mem.add(options.pop("content"), **options)
+                ns = result.memory.namespace if result.memory else None
+                return result, ns or mem._write_namespace(
+                    options.get("namespace"), options.get("user_id"), options.get("agent_id")
+                )
+            if name == "none":
+                return WriteResult("skipped", memory_id, [memory_id] if memory_id else []), None
+            ns = mem._visible(memory_id).namespace
+            if name == "revise":
+                return mem.revise(memory_id, fields.pop("content", None), **fields), ns
+            return mem.delete(memory_id), ns
+        except MemchenticError as exc:
+            return WriteResult("refused", memory_id, [], reason=f"{exc.code}: {exc}"), None
+
+
+def _sequence(operations: Any) -> Sequence[Any]:
+    if isinstance(operations, str | bytes | Mapping) or not isinstance(operations, Sequence):
+        raise ValidationError("operations", "must be a list of {'op': ...} mappings")
+    return operations
+
+
+def _scoped(fields: Mapping[str, Any]) -> bool:
+    return any(fields.get(k) is not None for k in ("user_id", "agent_id", "namespace"))
+
+
+def _plan(index: int, op: Any) -> tuple[str, dict[str, Any]]:
+    """Check one operation's shape; returns (canonical op name, its other fields)."""
+    where = f"operations[{index}]"
+    if not isinstance(op, Mapping):
+        raise ValidationError(where, "must be a mapping with an 'op'")
+    name = MANAGE_OPS.get(str(op.get("op", "")).strip().lower())
+    if name is None:
+        raise ValidationError(where, f"op must be one of {', '.join(sorted(set(MANAGE_OPS)))}")
+    fields = {k: v for k, v in op.items() if k != "op"}
+    if name == "add" and not isinstance(fields.get("content"), str):
+        raise ValidationError(where, "add needs 'content'")
+    if name in ("revise", "delete"):
+        if not isinstance(fields.get("id"), str) or not fields["id"]:
+            raise ValidationError(where, f"{name} needs the memory 'id'")
+        if name == "delete" and set(fields) - {"id"}:
+            raise ValidationError(where, "delete takes only 'id'")
+    if "memory_id" in fields:
+        raise ValidationError(where, "name the memory with 'id'")
+    return name, fields
