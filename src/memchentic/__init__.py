@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from .aio import AsyncMemory
+from .client import Client
+from .context import Context
 from .embed import Embedder, HashEmbedder, get_embedder, register_embedder
 from .errors import (
+    AuthError,
     EmbedderError,
     EmbedderMismatchError,
     ForbiddenError,
@@ -11,6 +15,7 @@ from .errors import (
     NamespaceError,
     NotAStoreError,
     NotFoundError,
+    ServerError,
     StoreError,
     ValidationError,
 )
@@ -21,6 +26,10 @@ from .settings import Settings
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncMemory",
+    "AuthError",
+    "Client",
+    "Context",
     "Edge",
     "Embedder",
     "EmbedderError",
@@ -34,6 +43,7 @@ __all__ = [
     "NotAStoreError",
     "NotFoundError",
     "SearchHit",
+    "ServerError",
     "Settings",
     "StoreError",
     "ValidationError",

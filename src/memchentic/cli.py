@@ -52,7 +52,8 @@ StoreOpt = Annotated[
         "--store",
         metavar="PATH_OR_URL",
         show_default=False,
-        help="Store file or sqlite:///path URL. Default: $MEMCHENTIC_STORE_URL, else "
+        help="Store file, sqlite:///path or postgresql://... URL. Default: "
+        "$MEMCHENTIC_STORE_URL, else "
         "$MEMCHENTIC_HOME/memory.db (~/.memchentic/memory.db).",
     ),
 ]
@@ -674,10 +675,76 @@ def stats(
 
 
 def _register_subcommands() -> None:
-    from . import cli_directory, cli_graph
+    from . import cli_context, cli_directory, cli_graph, cli_maint, cli_migrate, cli_server
 
     cli_directory.register(app)
     cli_graph.register(app)
+    cli_context.register(app)
+    cli_server.register(app)
+    cli_migrate.register(app)
+    cli_maint.register(app)
 
 
 _register_subcommands()
+
+
+# --- bench: retrieval quality benchmarks ---------------------------------------------
+
+bench_app = typer.Typer(
+    help="Benchmarks of retrieval quality (see docs/retrieval-quality.md).", no_args_is_help=True
+)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[str, typer.Option("--data", help="Folder of LoCoMo conv-*.json files.")],
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="rrf, cosine_decay or hybrid (default: rrf).")
+    ] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="local or hash.")] = "local",
+    conversation: Annotated[
+        list[str] | None,
+        typer.Option("--conversation", help="Only this conversation id (repeatable).",
+                     show_default=False),
+    ] = None,  # fmt: skip
+    max_questions: Annotated[
+        int | None, typer.Option("--max-questions", help="At most this many per conversation.")
+    ] = None,
+    ablations: Annotated[bool, typer.Option("--ablations", help="Also run the ablations.")] = False,
+    json_path: Annotated[
+        str | None, typer.Option("--json", help="Write the figures (JSON) to this file.")
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="Folder for the stores (default: a temporary one)."),
+    ] = None,
+) -> None:
+    """Recall@k, hit@10 and MRR of search on LoCoMo, next to BM25, dense and RRF baselines.
+
+    Example: memchentic bench locomo --data ../shared/data/locomo --json locomo.json
+    """
+    from pathlib import Path
+
+    from .retrieval import locomo
+
+    if profile is not None and profile not in ("rrf", "cosine_decay", "hybrid"):
+        _fail("--profile must be one of rrf, cosine_decay, hybrid")
+    try:
+        report = locomo.run_benchmark(
+            data,
+            embedder=embedder,
+            profile=profile,
+            settings=_settings(),
+            conversations=conversation,
+            max_questions=max_questions,
+            ablations=locomo.ABLATIONS if ablations else None,
+            workdir=store,
+            progress=lambda line: _err().print(line),
+        )
+    except (FileNotFoundError, MemchenticError) as exc:
+        _fail(str(exc))
+    typer.echo(locomo.format_report(report))
+    if json_path is not None:
+        text = json.dumps(locomo.public(report), indent=2) + "\n"
+        Path(json_path).write_text(text, encoding="utf-8")

@@ -10,7 +10,9 @@
     ├── StoreError                   the store cannot be opened or used
     │   ├── NotAStoreError           the file is not a memchentic store
     │   └── EmbedderMismatchError    the store was built with another embedder
-    └── EmbedderError                the embedder failed or is unavailable
+    ├── EmbedderError                the embedder failed or is unavailable
+    ├── AuthError                    the server refused the API key (HTTP 401)
+    └── ServerError                  any other error answer of the HTTP API (``status``)
 
 Nothing here shadows a builtin (no ``MemoryError``).
 """
@@ -97,3 +99,19 @@ class EmbedderError(MemchenticError):
     """The embedder is unavailable or answered badly."""
 
     code = "embedder_error"
+
+
+class AuthError(MemchenticError):
+    """The HTTP API refused the request's API key (missing, unknown or revoked)."""
+
+    code = "unauthorized"
+
+
+class ServerError(MemchenticError):
+    """An error answer of the HTTP API that no other class describes (an admin-only
+    route, a body over the size limit, a server fault); ``code`` comes from the answer."""
+
+    def __init__(self, message: str, *, code: str = "error", status: int = 500) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status

@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     openai_embedding_dimension: int | None = _env(
         "OPENAI_EMBEDDING_DIMENSION", None, "Vector size; probed when unset.", ge=1
     )
+    chat_base_url: str | None = _env(
+        "CHAT_BASE_URL", None, "OpenAI-compatible chat endpoint (ask, learn); unset = none."
+    )
+    chat_model: str = _env("CHAT_MODEL", "gpt-4o-mini", "Chat model name.")
+    chat_api_key: str | None = _env("CHAT_API_KEY", None, "Key for the chat endpoint.")
     hash_embedding_dimension: int = _env(
         "HASH_EMBEDDING_DIMENSION", 384, "Vector size of the hashing embedder.", ge=8
     )
@@ -132,6 +137,49 @@ class Settings(BaseSettings):
     memory_reranker_enabled: bool = _env(
         "MEMORY_RERANKER_ENABLED", False, "Rerank the top candidates with the reranker."
     )
+    search_candidate_floor: int = _env(
+        "SEARCH_CANDIDATE_FLOOR",
+        100,
+        "Each candidate stage fetches at least this many (limit x multiplier if more).",
+        ge=1,
+    )
+    search_keyword_min_ratio: float = _env(
+        "SEARCH_KEYWORD_MIN_RATIO",
+        0.25,
+        "Keyword candidates need at least this share of the best keyword score (0 = all).",
+        ge=0,
+        le=1,
+    )
+    search_context_weight: float = _env(
+        "SEARCH_CONTEXT_WEIGHT",
+        0.5,
+        "Stage score + this x the best adjacent same-session memory's score (0 = off).",
+        ge=0,
+    )
+    search_context_gap_hours: float = _env(
+        "SEARCH_CONTEXT_GAP_HOURS",
+        6.0,
+        "Adjacent memories of one session count as context within this many hours.",
+        ge=0,
+    )
+    search_speaker_boost: float = _env(
+        "SEARCH_SPEAKER_BOOST",
+        0.25,
+        "speaker = 1 + this when the query names who said the memory, else 1.",
+        ge=0,
+    )
+    search_date_boost: float = _env(
+        "SEARCH_DATE_BOOST",
+        0.5,
+        "date = 1 + this when the memory's time is in a date the query names, else 1.",
+        ge=0,
+    )
+    search_episodic_recency_days: float = _env(
+        "SEARCH_EPISODIC_RECENCY_DAYS",
+        3650.0,
+        "Recency scale of episodic memories: horizon = (1 + age/H)/(1 + age/this); 0 = H.",
+        ge=0,
+    )
 
     # --- write path (DESIGN section 4) ---------------------------------------------
     near_dup_threshold: float = _env(
@@ -151,6 +199,15 @@ class Settings(BaseSettings):
     )
     secret_policy: SecretPolicy = _env(
         "SECRET_POLICY", "refuse", "Secrets in content: refuse, redact or allow."
+    )
+    auto_edge_max: int = _env(
+        "AUTO_EDGE_MAX", 3, "Most edges one write adds with auto_edges=True.", ge=0
+    )
+    auto_edge_related_similarity: float = _env(
+        "AUTO_EDGE_RELATED_SIMILARITY", 0.6, "Auto-edges: cosine for related_to.", ge=0, le=1
+    )
+    auto_edge_supports_similarity: float = _env(
+        "AUTO_EDGE_SUPPORTS_SIMILARITY", 0.75, "Auto-edges: cosine for supports.", ge=0, le=1
     )
     write_neighbours: int = _env(
         "WRITE_NEIGHBOURS", 8, "Nearest memories compared on each write.", ge=1
@@ -179,12 +236,58 @@ class Settings(BaseSettings):
         "MEMORY_GC_RETENTION_DAYS", 30.0, "gc deletes memories expired longer than this.", ge=0
     )
 
+    # --- context, sessions, learning, events (DESIGN sections 7 and 8) ----------------
+    context_tokenizer: str = _env(
+        "CONTEXT_TOKENIZER",
+        "auto",
+        "auto (tiktoken cl100k_base when installed, else estimate), estimate, or a "
+        "tiktoken encoding name.",
+    )
+    context_search_limit: int = _env(
+        "CONTEXT_SEARCH_LIMIT", 30, "Search hits a context sorts into its sections.", ge=1, le=100
+    )
+    context_section_limit: int = _env(
+        "CONTEXT_SECTION_LIMIT", 20, "Most items of a listed (not searched) section.", ge=1
+    )
+    context_recent_turns: int = _env(
+        "CONTEXT_RECENT_TURNS", 10, "Turns of the session shown in a context.", ge=0
+    )
+    context_graph_seeds: int = _env(
+        "CONTEXT_GRAPH_SEEDS", 3, "Top hits whose graph neighbours fill 'graph relations'.", ge=0
+    )
+    session_summary_min_turns: int = _env(
+        "SESSION_SUMMARY_MIN_TURNS", 4, "maintain() summarises sessions with this many turns.", ge=1
+    )
+    session_summary_max_turns: int = _env(
+        "SESSION_SUMMARY_MAX_TURNS", 200, "Last turns of a session a summary reads.", ge=1
+    )
+    session_summary_sentences: int = _env(
+        "SESSION_SUMMARY_SENTENCES", 6, "Sentences the extractive summariser keeps.", ge=1
+    )
+    working_memory_ttl_days: float = _env(
+        "WORKING_MEMORY_TTL_DAYS", 1.0, "Expiry of add_working() memories (0 = never).", ge=0
+    )
+    events_retention_days: float = _env(
+        "EVENTS_RETENTION_DAYS", 30.0, "maintain() prunes older events (0 = keep all).", ge=0
+    )
+
+    # --- server (memchentic serve) --------------------------------------------------------
+    server_max_request_bytes: int = _env(
+        "SERVER_MAX_REQUEST_BYTES", 2 * 1024 * 1024, "Larger request bodies get 413.", ge=1024
+    )
+    server_events_poll_seconds: float = _env(
+        "SERVER_EVENTS_POLL_SECONDS", 0.5, "How often /v1/events looks for new events.", gt=0
+    )
+
     # --- limits ----------------------------------------------------------------------
     max_content_bytes: int = _env(
         "MAX_CONTENT_BYTES", 64 * 1024, "Largest content accepted (UTF-8 bytes).", ge=1
     )
     max_query_chars: int = _env(
-        "MAX_QUERY_CHARS", 8192, "Longer queries are truncated to this.", ge=1
+        "MAX_QUERY_CHARS", 8192, "Longer search queries are refused (context() truncates).", ge=1
+    )
+    list_max_limit: int = _env(
+        "LIST_MAX_LIMIT", 1000, "Most memories one list() page may ask for.", ge=1
     )
     max_tags: int = _env("MAX_TAGS", 64, "Tags per memory.", ge=0)
     max_metadata_bytes: int = _env("MAX_METADATA_BYTES", 64 * 1024, "Metadata JSON size.", ge=2)

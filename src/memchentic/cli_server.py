@@ -1,0 +1,228 @@
+"""CLI for serving: ``serve`` (HTTP API, MCP over HTTP, web console), ``mcp`` (an
+MCP server on stdio) and ``keys create | list | revoke`` (API keys).
+
+``serve`` and ``mcp`` need the ``[server]`` extra; ``keys`` works without it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from .cli import (
+    EmbedderOpt,
+    JsonOpt,
+    StoreOpt,
+    _echo_json,
+    _err,
+    _fail,
+    _memory,
+    _out,
+    _settings,
+    _table,
+)
+from .errors import MemchenticError
+from .store.base import Store
+
+keys_app = typer.Typer(help="API keys of the HTTP API, MCP and console.", no_args_is_help=True)
+
+#: Default port of ``memchentic serve``.
+DEFAULT_PORT = 8077
+SERVER_EXTRA = "the server needs its extra: pip install 'memchentic[server]'"
+
+
+def _need_server() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import mcp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        _fail(SERVER_EXTRA)
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = DEFAULT_PORT,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="Processes sharing the store.")
+    ] = 1,
+    no_mcp: Annotated[bool, typer.Option("--no-mcp", help="Do not serve MCP at /mcp.")] = False,
+    no_console: Annotated[
+        bool, typer.Option("--no-console", help="Do not serve the web console.")
+    ] = False,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Serve the HTTP API (/v1), MCP (/mcp) and the web console (/console).
+
+    Requests need an API key: create one with `memchentic keys create`. With
+    --workers N, N processes share the store (PostgreSQL for real load).
+
+    Example: memchentic serve --port 8077 --workers 4
+    """
+    _need_server()
+    import uvicorn
+
+    from .server.app import SERVE_CONSOLE_ENV, SERVE_MCP_ENV
+    from .server.auth import KeyRing
+
+    location = store or _settings().default_store
+    with _memory(location, embedder) as mem:  # fail early: bad store, wrong embedder
+        has_keys = bool(KeyRing(mem.store).list())
+        embedder_name = mem.embedder.name
+    os.environ["MEMCHENTIC_STORE_URL"] = location
+    os.environ["MEMCHENTIC_EMBEDDER"] = embedder_name
+    os.environ[SERVE_MCP_ENV] = "0" if no_mcp else "1"
+    os.environ[SERVE_CONSOLE_ENV] = "0" if no_console else "1"
+    err = _err()
+    url = f"http://{host}:{port}"
+    err.print(f"memchentic serving {location} at {url}  (API {url}/v1, "
+              f"console {url}/console, MCP {url}/mcp)")  # fmt: skip
+    if not has_keys:
+        err.print(Text("warning: no API keys yet: memchentic keys create --admin", "yellow"))
+    uvicorn.run(
+        "memchentic.server.app:app_from_env", factory=True, host=host, port=port,
+        workers=workers, log_level=log_level, timeout_graceful_shutdown=5,
+        http="memchentic.server.nodelay:NoDelayHTTP",
+    )  # fmt: skip
+
+
+def mcp(
+    identity: Annotated[
+        str | None,
+        typer.Option("--identity", help="Run as this identity (NAME or agent:NAME)."),
+    ] = None,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Run an MCP server on stdin/stdout for an agent (Claude, Cursor, ...).
+
+    Tools: remember, search, recall, revise, forget, relate, context, list_recent.
+    Without --identity (or --as) it runs as the trusted local user.
+
+    Example: memchentic mcp --identity agent:coder
+    """
+    _need_server()
+    from .server.mcp_server import build_server
+
+    with _memory(store, embedder) as mem:
+        try:
+            view = mem.as_identity(identity) if identity else mem
+        except MemchenticError as exc:
+            _fail(str(exc))
+        build_server(lambda _ctx: view).run("stdio")
+
+
+def _open_store(store: str | None) -> Store:
+    """The store alone: keys need no embedder (``--embedder`` is accepted, as by
+    every command, and ignored)."""
+    from .store import open_store
+
+    settings = _settings()
+    try:
+        return open_store(store or settings.default_store, settings)
+    except MemchenticError as exc:
+        _fail(str(exc))
+
+
+@keys_app.command("create")
+def keys_create(
+    identity: Annotated[
+        str | None,
+        typer.Option("--identity", help="The key runs as this identity (NAME or agent:NAME)."),
+    ] = None,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="An admin key: administration, sees everything.")
+    ] = False,
+    name: Annotated[str | None, typer.Option("--name", help="A label for listings.")] = None,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an API key and print it (only once: store it now). An identity that
+    does not exist yet is created.
+
+    Example: memchentic keys create --identity alice --name laptop
+    """
+    from .access import TRUSTED, AccessPolicy
+    from .access.directory import Directory
+    from .server.auth import KeyRing
+
+    if admin == (identity is not None):
+        _fail("give --identity NAME or --admin")
+    opened = _open_store(store)
+    try:
+        if identity is not None:
+            kind, _, key = identity.partition(":") if ":" in identity else ("user", "", identity)
+            if opened.find_identity(key, kind) is None:
+                directory = Directory(opened, AccessPolicy(opened), TRUSTED)
+                made = directory.create_identity(key, kind)
+                _err().print(f"created identity {made.kind}:{made.name}")
+        secret, record = KeyRing(opened).create(identity=identity, admin=admin, name=name)
+    except MemchenticError as exc:
+        _fail(str(exc))
+    finally:
+        opened.close()
+    if as_json:
+        _echo_json({"key": secret, **record.to_dict()})
+        return
+    typer.echo(secret)
+    _err().print(f"API key {record.id} for {record.principal}: shown once, store it now")
+
+
+@keys_app.command("list")
+def keys_list(
+    store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+) -> None:
+    """List API keys (their ids and who they run as; never the keys).
+
+    Example: memchentic keys list
+    """
+    from .server.auth import KeyRing
+
+    opened = _open_store(store)
+    try:
+        found = KeyRing(opened).list()
+    finally:
+        opened.close()
+    if as_json:
+        _echo_json([k.to_dict() for k in found])
+        return
+    table = _table()
+    for column in ("id", "name", "principal", "created"):
+        table.add_column(column)
+    for k in found:
+        table.add_row(k.id, k.name, k.principal, k.created_at[:19])
+    _out().print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id (or the key).")],
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Revoke an API key: the next request with it gets a 401.
+
+    Example: memchentic keys revoke 3f9a1c0d2b7e
+    """
+    from .server.auth import KeyRing
+
+    opened = _open_store(store)
+    try:
+        done = KeyRing(opened).revoke(key_id)
+    finally:
+        opened.close()
+    if not done:
+        _fail(f"no API key with id {key_id}", 1)
+    _out().print(f"revoked {key_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("mcp")(mcp)
+    app.add_typer(keys_app, name="keys")

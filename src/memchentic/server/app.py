@@ -1,0 +1,207 @@
+"""The ASGI application of ``memchentic serve``: the engine under ``/v1``, the
+OpenAPI spec at ``/openapi.json``, ``/healthz``, the MCP server (streamable HTTP)
+at ``/mcp`` and the web console at ``/console``.
+
+    from memchentic.server import create_app
+    app = create_app(store="memory.db", embedder="hash")   # any ASGI server runs it
+
+Every ``/v1`` request needs an API key (``Authorization: Bearer mck_...``) and runs
+as that key's identity; see ``auth.py``. The app holds one ``Memory`` per process;
+several processes (``serve --workers N``) can share one store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import __version__
+from ..embed import Embedder
+from ..memory import Memory
+from ..settings import Settings
+from ..store.base import Store
+from . import errors, routes_admin, routes_memories, routes_sessions, sse
+from .auth import KeyRing, view_for
+from .mcp_server import build_server
+
+DESCRIPTION = """\
+Long-term memory for AI agents over HTTP: the same engine and the same rules as
+the Python library. Send an API key from `memchentic keys create` as
+`Authorization: Bearer mck_...`; each request runs as that key's identity. Errors
+are JSON: `{"error": {"code": ..., "message": ..., "field": ...}}`."""
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with a JSON 413, whether the size is
+    announced (``Content-Length``) or only discovered while reading (chunked)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._refuse(send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:  # FastAPI passes HTTPException through as is
+                    raise HTTPException(413, self._message)
+            return message
+
+        await self.app(scope, limited, send)
+
+    @property
+    def _message(self) -> str:
+        return f"the request body is larger than {self.max_bytes} bytes"
+
+    async def _refuse(self, send: Send) -> None:
+        payload = json.dumps(errors.body("too_large", self._message)).encode()
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
+                   (b"content-length", str(len(payload)).encode())]  # fmt: skip
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+
+class McpGate:
+    """``/mcp``: a 401 unless the request carries a valid API key, then the MCP
+    streamable HTTP transport (stateless: any process can answer any request)."""
+
+    def __init__(self, handler: ASGIApp, keys: KeyRing) -> None:
+        self.handler = handler
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        secret = _bearer(dict(scope["headers"]).get(b"authorization", b"").decode("latin-1"))
+        key = await run_in_threadpool(self.keys.verify, secret)
+        if key is None:
+            payload = json.dumps(errors.body("unauthorized", "invalid or missing API key"))
+            headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+            await send({"type": "http.response.start", "status": 401, "headers": headers})
+            await send({"type": "http.response.body", "body": payload.encode()})
+            return
+        await self.handler(scope, receive, send)
+
+
+def _bearer(header: str | None) -> str | None:
+    scheme, _, secret = (header or "").partition(" ")
+    return secret.strip() if scheme.lower() == "bearer" else None
+
+
+def _mcp_resolver(root: Memory, keys: KeyRing) -> Callable[[Context], Memory]:
+    def resolve(ctx: Context) -> Memory:
+        headers = ctx.headers or {}
+        key = keys.verify(_bearer(headers.get("authorization")))
+        view = view_for(root, key) if key is not None else None
+        if view is None:
+            raise ToolError("unauthorized: invalid API key")
+        return view
+
+    return resolve
+
+
+def _mcp(root: Memory, keys: KeyRing) -> tuple[MCPServer, Route]:
+    server = build_server(_mcp_resolver(root, keys))
+    server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True, json_response=True,
+        # Requests carry a bearer key that browsers never add on their own, so DNS
+        # rebinding gains an attacker nothing; the check would only refuse real hosts.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )  # fmt: skip
+    handler = StreamableHTTPASGIApp(server.session_manager)
+    return server, Route("/mcp", endpoint=McpGate(handler, keys), methods=["GET", "POST", "DELETE"])
+
+
+def create_app(
+    memory: Memory | None = None,
+    *,
+    store: str | Store | None = None,
+    embedder: str | Embedder | None = None,
+    settings: Settings | None = None,
+    mcp: bool = True,
+    console: bool = True,
+) -> FastAPI:
+    """The server application.
+
+    :param memory: serve this ``Memory`` (left open at shutdown); default: open one
+        from ``store``/``embedder``/``settings`` (or the environment) and close it
+        at shutdown.
+    :param mcp: mount the MCP server (streamable HTTP) at ``/mcp``.
+    :param console: serve the web console at ``/console``.
+    """
+    owned = memory is None
+    mem = memory if memory is not None else Memory(store=store, embedder=embedder,
+                                                   settings=settings)  # fmt: skip
+    keys = KeyRing(mem.store)
+    mcp_server, mcp_route = _mcp(mem, keys) if mcp else (None, None)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if mcp_server is not None:
+                await stack.enter_async_context(mcp_server.session_manager.run())
+            try:
+                yield
+            finally:
+                if owned:
+                    mem.close()
+
+    app = FastAPI(
+        title="memchentic", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+        docs_url=None, redoc_url=None,  # the Swagger page loads from a CDN: none offline
+    )  # fmt: skip
+    app.state.memory = mem
+    app.state.keys = keys
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=mem.settings.server_max_request_bytes)
+    for module in (routes_memories, routes_sessions, sse, routes_admin):
+        app.include_router(module.router)
+
+    @app.get("/healthz", tags=["health"], summary="Liveness")
+    def healthz() -> dict[str, str]:
+        """``{"status": "ok"}`` while the server can read its store (no key needed)."""
+        mem.store.get_meta("app")
+        return {"status": "ok", "version": __version__}
+
+    if mcp_route is not None:
+        app.router.routes.append(mcp_route)
+    if console:
+        from .console import install
+
+        install(app)
+    return app
+
+
+#: Environment switches ``memchentic serve --no-mcp / --no-console`` pass to its workers.
+SERVE_MCP_ENV = "MEMCHENTIC_SERVE_MCP"
+SERVE_CONSOLE_ENV = "MEMCHENTIC_SERVE_CONSOLE"
+
+
+def app_from_env() -> FastAPI:
+    """``create_app()`` configured from the environment (``MEMCHENTIC_STORE_URL``,
+    ``MEMCHENTIC_EMBEDDER``...): what each worker of ``memchentic serve`` runs."""
+    return create_app(
+        mcp=os.environ.get(SERVE_MCP_ENV, "1") != "0",
+        console=os.environ.get(SERVE_CONSOLE_ENV, "1") != "0",
+    )

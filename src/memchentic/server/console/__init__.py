@@ -1,0 +1,255 @@
+"""The web console at ``/console``: see what agents remember and why.
+
+Plain server-rendered HTML (Jinja2 templates and one stylesheet, served from
+this package: no CDN, works offline) over the same library calls as the API.
+Sign-in takes an API key, kept in an ``HttpOnly``, ``SameSite=Strict`` cookie
+scoped to ``/console``; every page runs as that key's identity. Forms that change
+something are POSTs checked against the ``Origin`` header. Opening a memory here
+does not count as a recall (``touch=False``): looking must not change ranking.
+
+Pages: memories (browse and filter by namespace, type, tag; add one), search (each
+hit's score and its signal breakdown), a memory (fields, versions, edges,
+entities), its neighbourhood as a small graph, and a live events view (SSE).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import APIRouter, FastAPI, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from ...errors import MemchenticError, NotFoundError
+from ..deps import Caller, resolve
+from ..errors import ApiError
+from ..sse import sse_response, stream
+
+HERE = Path(__file__).parent
+COOKIE = "memchentic_console"
+#: Memories per page of the list, and hits per search.
+PAGE_SIZE = 50
+#: Neighbours drawn in the graph view (depth 2).
+GRAPH_NODES = 30
+
+templates = Jinja2Templates(directory=HERE / "templates")
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+OptText = Annotated[str | None, Query(max_length=1024)]
+
+
+class _SignIn(Exception):
+    """No valid console cookie: go to the sign-in page."""
+
+
+def _caller(request: Request) -> Caller:
+    try:
+        return resolve(request, request.cookies.get(COOKIE))
+    except ApiError:
+        raise _SignIn() from None
+
+
+def _same_origin(request: Request) -> None:
+    origin = request.headers.get("origin")
+    if origin and urlsplit(origin).netloc != request.headers.get("host"):
+        raise ApiError(403, "forbidden", "cross-site form submission refused")
+
+
+def _page(request: Request, name: str, who: Caller | None, **values: Any) -> HTMLResponse:
+    values["me"] = who.key if who else None
+    return templates.TemplateResponse(request, name, values)
+
+
+def _split(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+@router.get("/login")
+def login_page(request: Request, error: OptText = None) -> HTMLResponse:
+    return _page(request, "login.html", None, error=error)
+
+
+@router.post("/login")
+def login(request: Request, key: Annotated[str, Form(max_length=256)]) -> Response:
+    _same_origin(request)
+    try:
+        resolve(request, key.strip())
+    except ApiError:
+        return _page(request, "login.html", None, error="That key is not valid.")
+    response = RedirectResponse("/console", status_code=303)
+    response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/console")
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request) -> Response:
+    _same_origin(request)
+    response = RedirectResponse("/console/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/console")
+    return response
+
+
+@router.get("")
+def memories(
+    request: Request,
+    namespace: OptText = None,
+    type: OptText = None,  # noqa: A002
+    tag: OptText = None,
+    kind: OptText = None,
+    include_expired: bool = False,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    status: OptText = None,
+) -> HTMLResponse:
+    """Browse memories, newest first, filtered by namespace, type, tag and kind."""
+    who = _caller(request)
+    filters = {"namespace": namespace or None, "type": type or None, "tag": tag or None,
+               "kind": kind or None}  # fmt: skip
+    error = None
+    try:
+        found = who.mem.list(
+            namespace=filters["namespace"], type=filters["type"], kind=filters["kind"],
+            tags=[tag] if tag else None, include_expired=include_expired,
+            limit=PAGE_SIZE, offset=offset,
+        )  # fmt: skip
+    except MemchenticError as exc:
+        found, error = [], str(exc)
+    facets = who.mem.stats()
+    nxt = urlencode({**{k: v for k, v in filters.items() if v}, "offset": offset + PAGE_SIZE})
+    return _page(
+        request, "memories.html", who, memories=found, filters=filters, facets=facets,
+        error=error, status=status, offset=offset, more=len(found) == PAGE_SIZE, next_query=nxt,
+    )  # fmt: skip
+
+
+@router.post("/memories")
+def add(
+    request: Request,
+    content: Annotated[str, Form(max_length=1_000_000)],
+    type: Annotated[str, Form(max_length=64)] = "",  # noqa: A002
+    kind: Annotated[str, Form(max_length=16)] = "entry",
+    tags: Annotated[str, Form(max_length=4096)] = "",
+    namespace: Annotated[str, Form(max_length=1024)] = "",
+    title: Annotated[str, Form(max_length=1024)] = "",
+) -> Response:
+    """Add a memory from the form; go to its page (or back, saying why it was refused)."""
+    _same_origin(request)
+    who = _caller(request)
+    try:
+        result = who.mem.add(
+            content, type=type or None, kind=kind or "entry", tags=_split(tags),
+            namespace=namespace or None, title=title or None,
+        )  # fmt: skip
+    except MemchenticError as exc:
+        return RedirectResponse("/console?" + urlencode({"status": str(exc)}), status_code=303)
+    if result.id is None:
+        message = f"refused: {result.reason}"
+        return RedirectResponse("/console?" + urlencode({"status": message}), status_code=303)
+    note = result.status + (f" ({result.reason})" if result.reason else "")
+    target = f"/console/memories/{result.id}?" + urlencode({"status": note})
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/search")
+def search(
+    request: Request,
+    q: OptText = None,
+    namespace: OptText = None,
+    type: OptText = None,  # noqa: A002
+    tag: OptText = None,
+    profile: OptText = None,
+) -> HTMLResponse:
+    """Search with every hit's score and the signals that made it."""
+    who = _caller(request)
+    hits, error = [], None
+    if q and q.strip():
+        try:
+            hits = who.mem.search(
+                q, namespace=namespace or None, type=type or None, tags=[tag] if tag else None,
+                profile=profile or None, include_trace=True, limit=PAGE_SIZE,
+            )  # fmt: skip
+        except MemchenticError as exc:
+            error = str(exc)
+    form = {"q": q or "", "namespace": namespace or "", "type": type or "", "tag": tag or "",
+            "profile": profile or ""}  # fmt: skip
+    return _page(request, "search.html", who, hits=hits, form=form, error=error)
+
+
+@router.get("/memories/{memory_id}")
+def memory(request: Request, memory_id: str, status: OptText = None) -> HTMLResponse:
+    """One memory: its fields, versions, edges and entities."""
+    who = _caller(request)
+    try:
+        record = who.mem.get(memory_id, touch=False)
+    except NotFoundError as exc:
+        return _page(request, "missing.html", who, message=str(exc))
+    versions = who.mem.history(memory_id)
+    edges = who.mem.edges(memory_id)
+    return _page(request, "memory.html", who, m=record, versions=versions, edges=edges,
+                 status=status)  # fmt: skip
+
+
+@router.get("/memories/{memory_id}/graph")
+def graph(request: Request, memory_id: str) -> HTMLResponse:
+    """The memory and its neighbours (two hops) as an SVG drawing."""
+    who = _caller(request)
+    try:
+        record = who.mem.get(memory_id, touch=False)
+    except NotFoundError as exc:
+        return _page(request, "missing.html", who, message=str(exc))
+    found = who.mem.neighbors(memory_id, 2, limit=GRAPH_NODES)
+    return _page(request, "graph.html", who, m=record, **layout(record.id, found))
+
+
+def layout(center: str, neighbours: list[Any]) -> dict[str, Any]:
+    """Node positions on two rings (one per hop) and the lines between them."""
+    width, height = 760, 520
+    cx, cy = width / 2, height / 2
+    nodes = {center: {"id": center, "x": cx, "y": cy, "depth": 0, "label": ""}}
+    rings = {1: [n for n in neighbours if n.depth == 1], 2: [n for n in neighbours if n.depth == 2]}
+    for depth, ring in rings.items():
+        radius = 140 * depth
+        for i, n in enumerate(ring):
+            angle = 2 * math.pi * i / max(1, len(ring)) + (0.3 if depth == 2 else 0.0)
+            nodes[n.memory.id] = {
+                "id": n.memory.id, "depth": depth, "label": n.memory.content[:40],
+                "x": round(cx + radius * math.cos(angle), 1),
+                "y": round(cy + radius * 0.8 * math.sin(angle), 1),
+            }  # fmt: skip
+    lines = [
+        {"a": nodes[n.from_id], "b": nodes[n.memory.id], "via": n.via}
+        for n in neighbours
+        if n.from_id in nodes and n.memory.id in nodes
+    ]
+    return {"nodes": list(nodes.values()), "lines": lines, "width": width, "height": height,
+            "neighbours": neighbours}  # fmt: skip
+
+
+@router.get("/events")
+def events_page(request: Request) -> HTMLResponse:
+    """Events as they happen (server-sent events from ``/console/events/stream``)."""
+    return _page(request, "events.html", _caller(request))
+
+
+@router.get("/events/stream")
+def events_stream(request: Request) -> Response:
+    who = _caller(request)
+    poll = who.mem.settings.server_events_poll_seconds
+    since = request.headers.get("last-event-id")
+    return sse_response(stream(request, who.mem, since=since, types=None, poll_seconds=poll))
+
+
+async def _sign_in(request: Request, exc: Exception) -> Response:
+    if request.url.path.endswith("/stream"):
+        return Response(status_code=401)
+    return RedirectResponse("/console/login", status_code=303)
+
+
+def install(app: FastAPI) -> None:
+    """Serve the console (pages and static files) on ``app``."""
+    app.include_router(router)
+    app.mount("/console/static", StaticFiles(directory=HERE / "static"), name="console-static")
+    app.add_exception_handler(_SignIn, _sign_in)

@@ -1,0 +1,323 @@
+"""Request and response bodies of the HTTP API (pydantic), so ``/openapi.json``
+describes every route. Requests forbid unknown fields (a typo is a 422, not a
+silently ignored option); the library still validates every value. Times are
+ISO 8601 text, UTC when no offset is given."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..record import MemoryRecord, WriteResult
+
+Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Time = Annotated[str, Field(max_length=64, description="ISO 8601 date or time")]
+Text = Annotated[str, Field(max_length=1024)]
+Names = Annotated[list[Text], Field(max_length=256)]
+Metadata = dict[str, Any]
+EdgeKind = Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Scope(_Strict):
+    """Where a call reads or writes (DESIGN section 2); an identity key with no scope
+    uses the identity's private namespace for writes and everything it can read."""
+
+    user_id: Text | None = None
+    agent_id: Text | None = None
+    namespace: Text | None = None
+
+
+class AddRequest(Scope):
+    """One memory to remember; every field but ``content`` is optional."""
+
+    content: str
+    type: Text | None = None
+    kind: Literal["entry", "guide"] | None = None
+    title: str | None = None
+    tags: Names | None = None
+    metadata: Metadata | None = None
+    slot_key: Text | None = None
+    session_id: Text | None = None
+    confidence: Unit | None = None
+    importance: Unit | None = None
+    ttl_days: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
+    permanent: bool | None = None
+    expires_at: Time | None = None
+    created_at: Time | None = None
+    valid_from: Time | None = None
+    valid_to: Time | None = None
+    path_hint: Text | None = None
+    repo: Text | None = None
+    entities: Names | None = None
+    tier_l0: str | None = None
+    tier_l1: str | None = None
+    pinned: bool | None = None
+    on_duplicate: Literal["refuse", "reinforce", "keep"] | None = None
+    auto_edges: bool | None = None
+    secrets: Literal["refuse", "redact", "allow"] | None = None
+
+
+class AddManyRequest(_Strict):
+    items: Annotated[list[AddRequest], Field(min_length=1, max_length=1000)]
+
+
+class ReviseRequest(_Strict):
+    """Fields to change; ``null`` clears an optional field."""
+
+    content: str | None = None
+    title: str | None = None
+    tags: Names | None = None
+    metadata: Metadata | None = None
+    type: Text | None = None
+    confidence: Unit | None = None
+    importance: Unit | None = None
+    valid_from: Time | None = None
+    valid_to: Time | None = None
+    path_hint: Text | None = None
+    repo: Text | None = None
+    tier_l0: str | None = None
+    tier_l1: str | None = None
+    entities: Names | None = None
+    pinned: bool | None = None
+    expires_at: Time | None = None
+
+
+class ImproveRequest(_Strict):
+    confidence: Unit | None = None
+    importance: Unit | None = None
+    valid_from: Time | None = None
+    valid_to: Time | None = None
+
+
+class SearchRequest(Scope):
+    query: str
+    limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+    profile: Literal["rrf", "cosine_decay", "hybrid"] | None = None
+    type: Text | Names | None = None
+    kind: Literal["entry", "guide"] | None = None
+    tags: Names | None = None
+    path_hint: Text | None = None
+    repo: Text | None = None
+    include_expired: bool = False
+    include_superseded: bool = False
+    as_of: Time | None = None
+    include_trace: bool = False
+    intent: Literal["preview", "default", "full"] | None = None
+
+
+class RecallRequest(Scope):
+    entity: Text
+    limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+
+class RelateRequest(_Strict):
+    source: Text
+    target: Text
+    kind: EdgeKind
+    strength: Unit = 1.0
+    metadata: Metadata | None = None
+
+
+class ContextRequest(Scope):
+    query: str | None = None
+    session_id: Text | None = None
+    budget_tokens: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+    recent_turns: Annotated[int, Field(ge=0, le=10_000)] | None = None
+
+
+class TurnRequest(Scope):
+    role: Text
+    content: str
+    session_id: Text | None = None
+    metadata: Metadata | None = None
+
+
+class SummarizeRequest(Scope):
+    session_id: Text | None = None
+
+
+class LearnRequest(Scope):
+    messages: str | list[str | dict[str, Any]]
+    session_id: Text | None = None
+
+
+class ManageRequest(Scope):
+    operations: Annotated[list[dict[str, Any]], Field(max_length=1000)]
+    session_id: Text | None = None
+
+
+class AskRequest(Scope):
+    question: str
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+
+
+class ConsolidateRequest(_Strict):
+    user_id: Text | None = None
+    namespace: Text | None = None
+    dry_run: bool = False
+
+
+class MaintenanceRequest(_Strict):
+    dry_run: bool = False
+
+
+class IdentityRequest(_Strict):
+    name: Text
+    kind: Literal["user", "agent"] = "user"
+
+
+class RenameRequest(_Strict):
+    name: Text
+
+
+class TeamRequest(_Strict):
+    name: Text
+    admins: Names = []
+    members: Names = []
+
+
+class MemberRequest(_Strict):
+    identity: Text
+    role: Literal["member", "admin"] = "member"
+    active: bool = True
+
+
+class GrantRequest(_Strict):
+    namespace: Text
+    grantee: Text
+
+
+# --- responses ------------------------------------------------------------------------
+
+
+class MemoryOut(BaseModel):
+    """A memory (DESIGN section 1); times are ISO 8601 UTC."""
+
+    id: str
+    namespace: str
+    content: str
+    kind: str
+    type: str
+    title: str | None = None
+    tier_l0: str | None = None
+    tier_l1: str | None = None
+    tags: list[str] = []
+    path_hint: str | None = None
+    repo: str | None = None
+    entities: list[str] = []
+    slot_key: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    confidence: float
+    reinforcement: int
+    importance: float
+    polarity: int
+    pinned: bool
+    created_at: str | None = None
+    updated_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    expires_at: str | None = None
+    recall_count: int = 0
+    last_recalled_at: str | None = None
+    metadata: Metadata = {}
+    superseded_by: str | None = None
+
+
+class EdgeOut(BaseModel):
+    id: str
+    source: str
+    target: str
+    kind: str
+    strength: float
+    created_at: str
+    metadata: Metadata = {}
+
+
+class WriteOut(BaseModel):
+    """What a write did: ``added``, ``updated``, ``merged``, ``reinforced``,
+    ``superseded``, ``refused``, ``revised`` or ``deleted``, with the ids involved."""
+
+    status: str
+    id: str | None
+    ids: list[str] = []
+    reason: str | None = None
+    similarity: float | None = None
+    edges: list[EdgeOut] = []
+    memory: MemoryOut | None = None
+
+
+class HitOut(BaseModel):
+    """A search hit: the body for the read intent, the score and (on request) the
+    signals that made it."""
+
+    id: str
+    score: float
+    text: str
+    memory: MemoryOut
+    trace: dict[str, float] | None = None
+
+
+class VersionOut(BaseModel):
+    memory_id: str
+    version: int
+    op: str
+    actor: str
+    at: str
+    changes: Metadata
+    snapshot: Metadata | None = None
+
+
+class EventOut(BaseModel):
+    id: str
+    type: str
+    at: str
+    actor: str
+    namespace: str | None
+    memory_id: str | None = None
+    payload: Metadata = {}
+
+
+class TurnOut(BaseModel):
+    id: str
+    session_id: str
+    namespace: str
+    role: str
+    content: str
+    at: str
+    metadata: Metadata = {}
+
+
+class SessionOut(BaseModel):
+    session_id: str
+    turns: int
+
+
+class DeletedOut(BaseModel):
+    deleted: bool
+
+
+def write_out(result: WriteResult) -> dict[str, Any]:
+    """A write result with the memory it produced (the library's ``to_dict`` leaves it out)."""
+    out = result.to_dict()
+    out["memory"] = result.memory.to_dict() if result.memory is not None else None
+    return out
+
+
+def memory_out(record: MemoryRecord) -> dict[str, Any]:
+    return record.to_dict()
+
+
+def options(model: BaseModel, *, keep_nulls: bool = False) -> dict[str, Any]:
+    """The fields a request set, as keyword arguments for the library. Nulls mean
+    "the default" except where ``keep_nulls`` (a revision clearing a field)."""
+    if keep_nulls:
+        return model.model_dump(exclude_unset=True)
+    return model.model_dump(exclude_none=True)
