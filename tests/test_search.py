@@ -19,9 +19,9 @@ def test_a_memory_is_searchable_the_moment_add_returns(mem: Memory):
     assert hits[0].id == res.id
 
 
-def test_search_sees_writes_of_another_process_store_handle(db_path):
-    a = Memory(path=db_path, embedder="hash")
-    b = Memory(path=db_path, embedder="hash")
+def test_search_sees_writes_of_another_process_store_handle(make_mem):
+    a = make_mem("shared")
+    b = make_mem("shared")
     try:
         assert b.search("zebra migration", limit=5) == []
         res = a.add("Zebra migration season starts in July")
@@ -129,10 +129,10 @@ def test_every_profile_ranks_the_obvious_answer_first(mem: Memory, profile: str)
     assert hits[0].trace["score"] == pytest.approx(hits[0].score)
 
 
-def test_profile_from_settings(db_path):
+def test_profile_from_settings(make_mem):
     from memchentic import Settings
 
-    m = Memory(path=db_path, embedder="hash", settings=Settings(search_profile="cosine_decay"))
+    m = make_mem(settings=Settings(search_profile="cosine_decay"))
     try:
         m.add("Frank collects vintage maps")
         hit = m.search("vintage maps", include_trace=True)[0]
@@ -153,9 +153,12 @@ def test_full_text_syntax_is_searched_as_plain_words(mem: Memory, query: str):
     assert mem.list()  # the table is intact
 
 
-def test_huge_query_is_accepted(mem: Memory):
+def test_huge_query_is_refused_with_the_limit(mem: Memory):
+    """Issue 9: over MAX_QUERY_CHARS is a clear error, not a silent cut."""
     res = mem.add("Grace maintains the billing service")
-    hits = mem.search("billing service " + "word " * 25_000)  # ~125 KB
+    with pytest.raises(ValidationError, match="at most 8192 characters"):
+        mem.search("billing service " + "word " * 25_000)  # ~125 KB
+    hits = mem.search("billing service " + "word " * 1_500)  # under the limit
     assert res.id in {h.id for h in hits}
 
 
@@ -166,9 +169,9 @@ def test_unicode_round_trips_and_is_found(mem: Memory, text: str):
     assert res.id in {h.id for h in mem.search(text)}
 
 
-def test_title_weighs_more_than_body(tmp_path):
+def test_title_weighs_more_than_body(make_mem):
     emb = TableEmbedder()
-    m = Memory(path=tmp_path / "t.db", embedder=emb)
+    m = make_mem("t", embedder=emb)
     try:
         body = m.add("notes: we discussed the kubernetes upgrade plan at length")
         titled = m.add("assorted notes from monday", title="kubernetes upgrade")
@@ -188,9 +191,9 @@ def test_search_counts_a_recall_debounced(mem: Memory):
     assert mem.get(res.id, touch=False).recall_count == 2
 
 
-def test_keyword_only_and_vector_only_candidates_both_rank(tmp_path):
+def test_keyword_only_and_vector_only_candidates_both_rank(make_mem):
     emb = TableEmbedder({"q": [1, 0, 0, 0, 0, 0, 0, 0], "meaning only": [1, 0, 0, 0, 0, 0, 0, 0]})
-    m = Memory(path=tmp_path / "k.db", embedder=emb)
+    m = make_mem("k", embedder=emb)
     try:
         a = m.add("meaning only")
         hits = m.search("q", include_trace=True)

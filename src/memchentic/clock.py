@@ -7,6 +7,10 @@ from datetime import UTC, datetime, timedelta
 from .errors import ValidationError
 
 SECONDS_PER_DAY = 86400.0
+#: Times outside these bounds are refused: expiry arithmetic (now + days) must not
+#: leave Python's datetime range (years 1 to 9999).
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def utcnow() -> datetime:
@@ -27,16 +31,20 @@ def as_utc(value: datetime | str | None, field: str = "time") -> datetime | None
             raise ValidationError(field, "must be an ISO 8601 date or time") from exc
     if not isinstance(value, datetime):
         raise ValidationError(field, "must be a datetime or an ISO 8601 string")
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise ValidationError(field, "must be a time between years 1 and 9000") from exc
+    if not EARLIEST <= value < LATEST:
+        raise ValidationError(field, "must be a time between years 1 and 9000")
+    return value
 
 
 def to_text(value: datetime | None) -> str | None:
     """Fixed-width text that sorts in time order (microseconds, UTC, 'Z'-free)."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")  # years < 1000 too
 
 
 def from_text(value: str | None) -> datetime | None:

@@ -33,6 +33,9 @@ FORMAT_VERSION = 1
 _RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
 _TIME_FIELDS = ("created_at", "updated_at", "valid_from", "valid_to", "expires_at",
                 "last_recalled_at")  # fmt: skip
+#: Optional text fields of a record and their length limits (0: the default).
+_TEXT_LIMITS = {"title": 0, "path_hint": 0, "repo": 0, "slot_key": 256, "user_id": 256,
+                "agent_id": 256, "session_id": 256, "superseded_by": 256}  # fmt: skip
 
 
 @dataclass
@@ -105,8 +108,7 @@ def _parse_record(data: Any, mem: Memory) -> MemoryRecord:
     values = dict(data)
     for name in _TIME_FIELDS:
         values[name] = as_utc(values.get(name), name)
-    if not isinstance(values.get("id"), str) or not values["id"]:
-        raise ValidationError("id", "must be a non-empty string")
+    values["id"] = check.identifier(values.get("id"), "id")
     values["namespace"] = str(parse_namespace(values.get("namespace", "")))
     values["content"] = check.content(values.get("content"), mem.settings)
     values["type"] = normalise_type(values.get("type"))
@@ -115,9 +117,22 @@ def _parse_record(data: Any, mem: Memory) -> MemoryRecord:
     values["metadata"] = check.metadata(values.get("metadata"), mem.settings)
     for name, default in (("confidence", 1.0), ("importance", 0.5)):
         values[name] = check.unit_interval(values.get(name, default), name)
+    # Every other field too: a line that passes here must insert without error.
+    for name, limit in _TEXT_LIMITS.items():
+        limit = limit or check.MAX_SHORT_TEXT_CHARS
+        values[name] = check.optional_text(values.get(name), name, limit)
+    for name in ("tier_l0", "tier_l1"):
+        values[name] = check.optional_text(values.get(name), name, mem.settings.max_content_bytes)
+    values["entities"] = check.entities(values.get("entities")) or []
+    values["reinforcement"] = check.whole(values.get("reinforcement", 1), "reinforcement", 1)
+    values["recall_count"] = check.whole(values.get("recall_count", 0), "recall_count")
+    if values.get("polarity", 1) not in (1, -1) or isinstance(values.get("polarity"), bool):
+        raise ValidationError("polarity", "must be 1 or -1")
+    if not isinstance(values.get("pinned", False), bool):
+        raise ValidationError("pinned", "must be true or false")
     if values.get("created_at") is None:
         raise ValidationError("created_at", "is required")
-    values.setdefault("updated_at", values["created_at"])
+    values["updated_at"] = values["updated_at"] or values["created_at"]
     return MemoryRecord(**values)
 
 
@@ -149,19 +164,28 @@ def _parse_line(number: int, text: str, mem: Memory) -> tuple[str, Any]:
         record = _parse_record(data.get("record"), mem)
         return kind, (record, _parse_vector(data.get("vector"), mem.embedder.dimension))
     if kind == "edge":
-        e = data.get("edge") or {}
+        e = check.json_object(data.get("edge"), "edge") or {}
         if e.get("kind") not in EDGE_KINDS:
             raise ValidationError("edge.kind", f"must be one of {', '.join(EDGE_KINDS)}")
         created = as_utc(e.get("created_at"), "edge.created_at") or utcnow()
         strength = check.unit_interval(e.get("strength", 1.0), "edge.strength")
-        return kind, Edge(str(e["id"]), str(e["source"]), str(e["target"]), e["kind"],
-                          strength, created, dict(e.get("metadata") or {}))  # fmt: skip
+        return kind, Edge(
+            check.identifier(e.get("id"), "edge.id"),
+            check.identifier(e.get("source"), "edge.source"),
+            check.identifier(e.get("target"), "edge.target"), e["kind"], strength, created,
+            check.json_object(e.get("metadata") or {}, "edge.metadata") or {},
+        )  # fmt: skip
     if kind == "version":
-        v = data.get("version") or {}
+        v = check.json_object(data.get("version"), "version") or {}
         at = as_utc(v.get("at"), "version.at") or utcnow()
-        return kind, Version(str(v["memory_id"]), int(v["version"]), str(v["op"]),
-                             str(v.get("actor", "import")), at, dict(v.get("changes") or {}),
-                             v.get("snapshot"))  # fmt: skip
+        return kind, Version(
+            check.identifier(v.get("memory_id"), "version.memory_id"),
+            check.whole(v.get("version"), "version.version", 1),
+            check.identifier(v.get("op"), "version.op"),
+            check.identifier(v.get("actor", "import"), "version.actor"), at,
+            check.json_object(v.get("changes") or {}, "version.changes") or {},
+            check.json_object(v.get("snapshot"), "version.snapshot", optional=True),
+        )  # fmt: skip
     raise ValidationError("kind", "must be header, memory, edge or version")
 
 
@@ -221,7 +245,9 @@ def import_jsonl(
                 store.add_edge(item)
                 report.edges += 1
             elif kind == "version":
-                if any(v.version == item.version for v in store.versions(item.memory_id)):
+                if store.get(item.memory_id) is None or any(  # no versions of nothing
+                    v.version == item.version for v in store.versions(item.memory_id)
+                ):
                     report.skipped += 1
                     continue
                 store.add_version(item)

@@ -24,9 +24,19 @@ def initial_expiry(
     if permanent:
         return None
     if ttl_days is not None:
-        if isinstance(ttl_days, bool) or not math.isfinite(float(ttl_days)) or ttl_days < 0:
+        if (
+            isinstance(ttl_days, bool)
+            or not isinstance(ttl_days, int | float)
+            or not math.isfinite(float(ttl_days))
+            or ttl_days < 0
+        ):
             raise ValidationError("ttl_days", "must be a finite number >= 0 (0 = permanent)")
-        return None if ttl_days == 0 else now + days(float(ttl_days))
+        if ttl_days == 0:
+            return None
+        try:
+            return now + days(float(ttl_days))
+        except OverflowError as exc:
+            raise ValidationError("ttl_days", "ends after the year 9999") from exc
     default = settings.memory_default_ttl_days
     return None if default == 0 else now + days(default)
 

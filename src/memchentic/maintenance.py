@@ -8,44 +8,65 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .clock import days
+from .errors import NotFoundError
 from .lifetime import decay_floor_age_days, decayed_confidence
 
 if TYPE_CHECKING:
     from .embed import Embedder
     from .memory import Memory
+    from .record import MemoryRecord
 
 
 def gc(mem: Memory, now: datetime, *, dry_run: bool = False) -> dict[str, Any]:
     """Delete memories expired longer than ``MEMORY_GC_RETENTION_DAYS`` and non-permanent,
     unpinned memories whose decayed confidence (aged from their last use: update or
-    recall) is under ``MEMORY_DECAY_FLOOR``. Returns what was (or would be) deleted."""
+    recall) is under ``MEMORY_DECAY_FLOOR``. Returns what was (or would be) deleted.
+
+    Safe to run beside writers and other gc runs: each deletion re-reads its memory
+    inside the write transaction and skips it when it is gone or no longer due (a
+    ``revise`` brought it back meanwhile)."""
     s = mem.settings
     expired_before = now - days(s.memory_gc_retention_days)
     floor_age = decay_floor_age_days(s)
     decay_cutoff = now - days(floor_age) if floor_age != float("inf") else None
-    expired: list[str] = []
-    decayed: list[str] = []
+    found: dict[str, list[str]] = {"expired": [], "decayed": []}
     for record in mem.store.gc_candidates(expired_before, decay_cutoff):
-        if not mem.access.can_write(mem.principal, record.namespace, record.type):
-            continue
-        if record.expires_at is not None and record.expires_at <= expired_before:
-            expired.append(record.id)
-            continue
-        if record.expires_at is None or record.pinned:
-            continue
-        last_use = max(filter(None, (record.updated_at, record.last_recalled_at)))
-        value = decayed_confidence(record.confidence, last_use, now, s.memory_decay_half_life_days)
-        if value < s.memory_decay_floor:
-            decayed.append(record.id)
+        reason = _gc_reason(mem, record, now, expired_before)
+        if reason is not None:
+            found[reason].append(record.id)
+    deleted = 0
     if not dry_run:
-        for memory_id in expired + decayed:
-            mem.delete(memory_id)
-    return {
-        "dry_run": dry_run,
-        "expired": expired,
-        "decayed": decayed,
-        "deleted": 0 if dry_run else len(expired) + len(decayed),
-    }
+        for reason, ids in found.items():
+
+            def due(record: MemoryRecord, why: str = reason) -> bool:
+                return _gc_reason(mem, record, now, expired_before) == why
+
+            for memory_id in list(ids):
+                try:
+                    result = mem.delete(memory_id, _due=due)
+                except NotFoundError:  # deleted meanwhile (by its owner or another gc)
+                    result = None
+                if result is not None and result.status == "deleted":
+                    deleted += 1
+                else:
+                    ids.remove(memory_id)
+    return {"dry_run": dry_run, **found, "deleted": deleted}
+
+
+def _gc_reason(
+    mem: Memory, record: MemoryRecord, now: datetime, expired_before: datetime
+) -> str | None:
+    """``expired``, ``decayed`` or None (keep), for a memory the caller may delete."""
+    s = mem.settings
+    if not mem.access.can_write(mem.principal, record.namespace, record.type):
+        return None
+    if record.expires_at is not None and record.expires_at <= expired_before:
+        return "expired"
+    if record.expires_at is None or record.pinned:
+        return None
+    last_use = max(filter(None, (record.updated_at, record.last_recalled_at)))
+    value = decayed_confidence(record.confidence, last_use, now, s.memory_decay_half_life_days)
+    return "decayed" if value < s.memory_decay_floor else None
 
 
 def reindex(

@@ -397,6 +397,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         self, *, since: str | None = None, types: Sequence[str] | None = None, limit: int = 100
     ) -> builtins.list[Event]:
         """Stored events after the event id ``since``, oldest first, that this principal may see."""
+        limit = check.page_limit(limit, None)  # a negative LIMIT would mean "all"
         return self.bus.read(self.principal, since=since, types=types, limit=limit)
 
     def _apply_secret_policy(self, record: MemoryRecord, policy: str) -> WriteResult | None:
@@ -491,7 +492,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             "repo": lambda v: check.optional_text(v, "repo"),
             "tier_l0": lambda v: check.optional_text(v, "tier_l0", s.max_content_bytes),
             "tier_l1": lambda v: check.optional_text(v, "tier_l1", s.max_content_bytes),
-            "entities": check.entities,
+            "entities": lambda v: check.entities(v) or [],
             "pinned": bool,
             "expires_at": lambda v: as_utc(v, "expires_at"),
         }
@@ -507,12 +508,17 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             raise ValidationError("content", "must not contain secrets (keys, passwords, tokens)")
         return new
 
-    def delete(self, memory_id: str) -> WriteResult:
+    def delete(
+        self, memory_id: str, *, _due: Callable[[MemoryRecord], bool] | None = None
+    ) -> WriteResult:
         """Forget a memory completely: row, keyword index, vector, edges and entities.
-        Its history keeps one tombstone version (no content)."""
+        Its history keeps one tombstone version (no content). (``_due``, for gc: delete
+        only when ``_due(memory)`` still holds inside the write; else status ``kept``.)"""
         now = utcnow()
         with self.store.write():
             record = self._writable(memory_id)
+            if _due is not None and not _due(record):
+                return WriteResult("kept", memory_id, [memory_id])
             self.store.delete(memory_id)
             self.store.purge_versions(memory_id)
             tomb: dict[str, list[object]] = {"namespace": [record.namespace, None]}
@@ -557,14 +563,16 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         tags: Sequence[str] | None = None,
         include_expired: bool = False,
         include_superseded: bool = False,
-        limit: int = 100,
+        limit: int | None = None,
         offset: int = 0,
         newest_first: bool = True,
         now: datetime | str | None = None,
     ) -> builtins.list[MemoryRecord]:
-        """Memories in scope, newest first (expired and superseded ones only on request)."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError("limit", "must be a whole number >= 1")
+        """Memories in scope, newest first (expired and superseded ones only on request).
+        ``limit``: 100 by default, at most ``LIST_MAX_LIMIT`` (page on with ``offset``)."""
+        if limit is None:
+            limit = min(100, self.settings.list_max_limit)
+        limit = check.page_limit(limit, self.settings)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValidationError("offset", "must be a whole number >= 0")
         flt = self._read_filter(

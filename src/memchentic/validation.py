@@ -15,9 +15,19 @@ MAX_TAG_CHARS = 128
 MAX_SHORT_TEXT_CHARS = 1024
 
 
+def _encodable(value: str, field: str) -> str:
+    """``value``, when it is valid Unicode (no lone surrogates: UTF-8 cannot store them)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, "must be valid Unicode text (no lone surrogates)") from exc
+    return value
+
+
 def content(value: Any, settings: Settings, field: str = "content") -> str:
     if not isinstance(value, str):
         raise ValidationError(field, "must be a string")
+    _encodable(value, field)
     if not value.strip():
         raise ValidationError(field, "must not be empty or only whitespace")
     if "\x00" in value:
@@ -39,7 +49,7 @@ def optional_text(value: Any, field: str, limit: int = MAX_SHORT_TEXT_CHARS) -> 
         raise ValidationError(field, f"must be at most {limit} characters")
     if "\x00" in value:
         raise ValidationError(field, "must not contain NUL characters")
-    return value or None
+    return _encodable(value, field) or None
 
 
 def unit_interval(value: Any, field: str) -> float:
@@ -68,6 +78,7 @@ def tags(value: Any, settings: Settings) -> list[str]:
             raise ValidationError("tags", "each tag must be a non-empty string")
         if len(tag) > MAX_TAG_CHARS or "\x00" in tag:
             raise ValidationError("tags", f"each tag must be at most {MAX_TAG_CHARS} characters")
+        _encodable(tag, "tags")
         if tag.strip() not in out:
             out.append(tag.strip())
     if len(out) > settings.max_tags:
@@ -81,8 +92,8 @@ def metadata(value: Any, settings: Settings) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError("metadata", "must be a JSON object (a dict)")
     try:
-        text = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = _encodable(json.dumps(dict(value), ensure_ascii=False, allow_nan=False), "metadata")
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ValidationError("metadata", f"must be JSON-serialisable ({exc})") from exc
     if len(text.encode("utf-8", errors="surrogatepass")) > settings.max_metadata_bytes:
         raise ValidationError("metadata", f"must be at most {settings.max_metadata_bytes} bytes")
@@ -100,12 +111,32 @@ def limit(value: Any, settings: Settings) -> int:
     return min(value, settings.search_max_limit)
 
 
+def page_limit(value: Any, settings: Settings | None) -> int:
+    """A page size: 1 to ``LIST_MAX_LIMIT`` (no maximum when ``settings`` is None),
+    else an error. Not clamped like a search limit: a loop that pages until it gets
+    a short page would stop early, as if it had seen everything."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError("limit", "must be a whole number >= 1")
+    if settings is not None and value > settings.list_max_limit:
+        raise ValidationError(
+            "limit", f"must be at most {settings.list_max_limit} (LIST_MAX_LIMIT); page with offset"
+        )
+    return value
+
+
 def query(value: Any, settings: Settings) -> str:
+    """A search query: refused when longer than ``MAX_QUERY_CHARS`` (cutting it would
+    silently search for something else)."""
     if not isinstance(value, str):
         raise ValidationError("query", "must be a string")
     if not value.strip():
         raise ValidationError("query", "must not be empty")
-    return value[: settings.max_query_chars]
+    _encodable(value, "query")
+    if len(value) > settings.max_query_chars:
+        raise ValidationError(
+            "query", f"must be at most {settings.max_query_chars} characters (got {len(value)})"
+        )
+    return value
 
 
 def entities(value: Any) -> list[str] | None:
@@ -115,4 +146,32 @@ def entities(value: Any) -> list[str] | None:
         raise ValidationError("entities", "must be a list of strings")
     if not all(isinstance(e, str) and e.strip() for e in value):
         raise ValidationError("entities", "each entity must be a non-empty string")
-    return [e.strip() for e in value]
+    return [_encodable(e.strip(), "entities") for e in value]
+
+
+def whole(value: Any, field: str, minimum: int = 0, maximum: int = 2**62) -> int:
+    """A whole number (not a bool) between ``minimum`` and ``maximum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ValidationError(field, f"must be a whole number from {minimum} to {maximum}")
+    return value
+
+
+def json_object(value: Any, field: str, *, optional: bool = False) -> dict[str, Any] | None:
+    """A JSON object (a dict that serialises, valid Unicode), or None when ``optional``."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, "must be a JSON object")
+    try:
+        _encodable(json.dumps(dict(value), ensure_ascii=False, allow_nan=False), field)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValidationError(field, f"must be JSON-serialisable ({exc})") from exc
+    return dict(value)
+
+
+def identifier(value: Any, field: str) -> str:
+    """A non-empty id string (at most 256 characters)."""
+    text = optional_text(value, field, 256)
+    if text is None or not text.strip():
+        raise ValidationError(field, "must be a non-empty string")
+    return text

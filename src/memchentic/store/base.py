@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -309,3 +309,28 @@ class Store(ABC):
     ) -> list[MemoryRecord]:
         """Rows expired before ``expired_before``, and non-permanent unpinned rows
         last used before ``decay_cutoff`` (decayed confidence under the floor)."""
+
+    # --- integrity and backup (not abstract: every backend gets these defaults) -------
+    def check(self) -> dict[str, Any]:
+        """Verify the store: schema version, whole rows, one vector per memory, the
+        keyword and vector indexes, orphan edges, versions and entity links.
+
+        Returns :meth:`memchentic.store.integrity.IntegrityReport.to_dict` (the
+        shape and check names are documented in that module): ``ok`` is False when
+        any check failed, ``problems`` has one line per problem. This default runs
+        the checks the interface allows (the rest are ``skipped``); backends
+        override it to also check their indexes and database.
+        """
+        from .integrity import generic_check
+
+        with self.snapshot():
+            return generic_check(self).to_dict()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads of this thread inside the block see one committed state of the
+        store (for consistent exports and checks); no writes inside the block.
+        This default holds :meth:`write`, so writers wait; backends may override it
+        with a snapshot that does not block them."""
+        with self.write():
+            yield

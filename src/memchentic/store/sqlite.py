@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -34,6 +33,8 @@ from ..record import Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Store, StoreStats
 from .migrations.sqlite import TOKENIZER, migrate
+from .sqlite_check import SQLiteCheck
+from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
 from .sqlite_directory import SQLiteDirectory
 from .sqlite_extra import SQLiteExtras
 from .sqlite_rows import (
@@ -51,12 +52,7 @@ APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 
 
-def _is_locked(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
+class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, Store):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data)."""
 
@@ -88,8 +84,12 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=30.0, check_same_thread=False
-            )
+                self.path, isolation_level=None, timeout=30.0, check_same_thread=False,
+                factory=GuardedConnection,
+            )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        try:
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -103,7 +103,10 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_terms "
                 "USING fts5vocab(temp, query_tokens, instance)"
             )
-        except sqlite3.DatabaseError as exc:
+        except SQLiteStoreError as exc:
+            conn.close()
+            if exc.locked:
+                raise
             raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
         with self._conns_lock:
             self._conns.append(conn)
@@ -124,7 +127,9 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
             tables = {
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
-        except sqlite3.DatabaseError as exc:
+        except SQLiteStoreError as exc:
+            if exc.locked:
+                raise
             raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
         if tables and "meta" not in tables:
             raise NotAStoreError(f"{self.path} is not a memchentic store (no meta table)")
@@ -165,16 +170,19 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 break
-            except sqlite3.OperationalError as exc:
-                if not _is_locked(exc) or attempt == _LOCK_RETRIES - 1:
+            except SQLiteStoreError as exc:
+                if not is_locked(exc) or attempt == _LOCK_RETRIES - 1:
                     raise StoreError(f"could not lock the store: {exc}") from exc
-                time.sleep(min(1.0, 0.01 * 2**attempt) * (0.5 + random.random()))
+                time.sleep(backoff(attempt))
         index = self._index
         seq_at_start = index.applied_seq if index is not None else None
         try:
             yield
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                with contextlib.suppress(SQLiteStoreError):
+                    conn.execute("ROLLBACK")
             with self._index_lock:
                 # The index may hold vectors of rows that were never committed, and
                 # the log's sequence numbers will be reused: rebuild it on next use.
@@ -184,7 +192,6 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
                 ):
                     self._index = None
             raise
-        conn.execute("COMMIT")
 
     # --- metadata -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -336,7 +343,8 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
         with self._index_lock:
             meta = dict(
                 self.conn.execute(
-                    "SELECT key, value FROM meta WHERE key IN ('embedding_dimension', 'index_epoch')"
+                    "SELECT key, value FROM meta "
+                    "WHERE key IN ('embedding_dimension', 'index_epoch')"
                 ).fetchall()
             )
             dim_text = meta.get("embedding_dimension")
@@ -395,25 +403,25 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
         if index is None or k <= 0 or not len(index):
             return []
         cond, params = where(flt)
-        fetch = k * 4
+        query = np.asarray(vector, dtype=np.float32)
+        # Few rows fail a filter with no namespace or field restriction (expired or
+        # superseded ones): ask for a little more than k, not four times as many.
+        fetch = k + max(8, k // 4) if flt.is_unrestricted() else k * 4
         while True:
-            found = index.search(vector, fetch)
-            keys = [key for key, _ in found]
-            passing = self._passing(keys, cond, params)
-            hits = [(passing[key], key) for key in keys if key in passing]
-            if len(hits) >= k or len(found) >= len(index):
+            found = index.search(query, fetch)
+            rows = self._passing_vectors([key for key, _ in found], cond, params)
+            if len(rows) >= k or len(found) >= len(index):
                 break
             allowed = self.conn.execute(
                 f"SELECT m.rowid FROM memories m WHERE {cond} LIMIT ?",
                 (*params, self.exact_vector_rows + 1),
             ).fetchall()
             if len(allowed) <= self.exact_vector_rows:  # few rows pass: scan them exactly
-                exact = index.scan(vector, [r[0] for r in allowed], k)
-                passing = self._passing([key for key, _ in exact], cond, params)
-                hits = [(passing[key], key) for key, _ in exact if key in passing]
+                exact = index.scan(query, [r[0] for r in allowed], k)
+                rows = self._passing_vectors([key for key, _ in exact], cond, params)
                 break
             fetch *= 8
-        return self._rescore(vector, hits[:k])
+        return self._rescore(query, rows)[:k]
 
     def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
         """The keys (rows) that pass the filter, with their ids."""
@@ -430,29 +438,35 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
             out.update(rows)
         return out
 
-    def _rescore(self, vector: np.ndarray, hits: list[tuple[str, int]]) -> list[tuple[str, float]]:
-        """Exact float32 cosine for the final candidates, best first."""
-        if not hits:
+    def _passing_vectors(
+        self, keys: Sequence[int], cond: str, params: list[Any]
+    ) -> list[tuple[str, bytes]]:
+        """(id, float32 vector bytes) of the keys whose rows pass the filter."""
+        out: list[tuple[str, bytes]] = []
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            out.extend(
+                self.conn.execute(
+                    f"SELECT m.id, v.embedding FROM memories m NOT INDEXED "
+                    f"JOIN vectors v ON v.rowid = m.rowid WHERE m.rowid IN "
+                    f"({', '.join('?' * len(chunk))}) AND {cond}",
+                    (*chunk, *params),
+                )
+            )
+        return out
+
+    def _rescore(self, query: np.ndarray, rows: list[tuple[str, bytes]]) -> list[tuple[str, float]]:
+        """Exact float32 cosine of each candidate, best first."""
+        if not rows:
             return []
-        keys = [key for _, key in hits]
-        rows = dict(
-            self.conn.execute(
-                f"SELECT rowid, embedding FROM vectors WHERE rowid IN "
-                f"({', '.join('?' * len(keys))})",
-                keys,
-            ).fetchall()
-        )
-        hits = [(memory_id, key) for memory_id, key in hits if key in rows]
-        if not hits:
-            return []
-        query = np.asarray(vector, dtype=np.float32)
         qnorm = float(np.linalg.norm(query)) or 1.0
-        matrix = np.frombuffer(b"".join(rows[key] for _, key in hits), dtype=np.float32)
-        matrix = matrix.reshape(len(hits), -1)
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+        matrix = matrix.reshape(len(rows), -1)
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
-        sims = ((matrix @ query) / (norms * qnorm)).tolist()
-        scored = [(memory_id, sim) for (memory_id, _), sim in zip(hits, sims, strict=True)]
+        # einsum, not BLAS: a threaded sgemv stalls when the cores are busy
+        sims = (np.einsum("ij,j->i", matrix, query) / (norms * qnorm)).tolist()
+        scored = [(memory_id, sim) for (memory_id, _), sim in zip(rows, sims, strict=True)]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored
 
@@ -470,28 +484,82 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
         return [term for _, term in self._stems(words)]
 
     def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
-        """(word, index term) pairs, tokenised exactly as the keyword index does."""
+        """(word, index term) pairs, tokenised exactly as the keyword index does.
+
+        Each word's terms are remembered (the tokenizer is fixed), so only words
+        not seen before go through SQLite's tokenizer.
+        """
         if not words:
             return []
-        conn = self.conn
-        conn.executemany(
-            "INSERT INTO temp.query_tokens(rowid, word) VALUES (?, ?)",
-            list(enumerate(words, start=1)),
-        )
-        rows = conn.execute("SELECT doc, term FROM temp.query_terms ORDER BY doc, offset")
-        pairs = [(words[doc - 1], term) for doc, term in rows]
-        conn.execute("DELETE FROM temp.query_tokens")
-        return pairs
+        cache: dict[str, tuple[str, ...]] | None = getattr(self, "_stem_cache", None)
+        if cache is None or len(cache) > 100_000:
+            cache = {}
+            self._stem_cache = cache
+        todo = list(dict.fromkeys(w for w in words if w not in cache))
+        if todo:
+            conn = self.conn
+            conn.executemany(
+                "INSERT INTO temp.query_tokens(rowid, word) VALUES (?, ?)",
+                list(enumerate(todo, start=1)),
+            )
+            found: dict[str, list[str]] = {w: [] for w in todo}
+            rows = conn.execute("SELECT doc, term FROM temp.query_terms ORDER BY doc, offset")
+            for doc, term in rows:
+                found[todo[doc - 1]].append(term)
+            conn.execute("DELETE FROM temp.query_tokens")
+            for word, terms in found.items():
+                cache[word] = tuple(terms)
+        return [(word, term) for word in words for term in cache[word]]
+
+    def _write_stamp(self) -> int:
+        """A counter that grows with every vector change (so with every memory
+        added, re-embedded or deleted): how far cached statistics may have drifted."""
+        row = self.conn.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'"
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def _doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Memories holding each term. Counting walks the term's whole posting list,
+        so a large count is reused until the writes since could have moved it by
+        more than 2% (small counts are always read afresh)."""
         if not terms:
             return {}
-        rows = self.conn.execute(
-            f"SELECT term, doc FROM memories_fts_terms WHERE term IN "
-            f"({', '.join('?' * len(terms))})",
-            list(terms),
-        )
-        return {term: int(doc) for term, doc in rows}
+        cache: dict[str, tuple[int, int]] | None = getattr(self, "_df_cache", None)
+        if cache is None or len(cache) > 100_000:
+            cache = {}
+            self._df_cache = cache
+        stamp = self._write_stamp()
+        out: dict[str, int] = {}
+        todo: list[str] = []
+        for term in terms:
+            hit = cache.get(term)
+            if hit is not None and 0 <= stamp - hit[1] <= hit[0] // 50:
+                out[term] = hit[0]
+            else:
+                todo.append(term)
+        if todo:
+            rows = dict(
+                self.conn.execute(
+                    f"SELECT term, doc FROM memories_fts_terms WHERE term IN "
+                    f"({', '.join('?' * len(todo))})",
+                    todo,
+                ).fetchall()
+            )
+            for term in todo:
+                out[term] = int(rows.get(term, 0))
+                cache[term] = (out[term], stamp)
+        return {term: df for term, df in out.items() if df}
+
+    def _live_rows(self) -> int:
+        """About how many memories the store holds (exact to within 1%)."""
+        stamp = self._write_stamp()
+        hit: tuple[int, int] | None = getattr(self, "_rows_cache", None)
+        if hit is not None and 0 <= stamp - hit[1] <= hit[0] // 100:
+            return hit[0]
+        count = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        self._rows_cache = (count, stamp)
+        return count
 
     def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
         pairs = self._stems(query_words(query))
@@ -500,33 +568,88 @@ class SQLiteStore(SQLiteDirectory, SQLiteExtras, Store):
         return pairs, freqs, total
 
     def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+        """BM25 over the query's words, at a cost bounded in large stores.
+
+        A ranked FTS5 query costs time in proportion to the rows its words match.
+        Words found in no memory are skipped. Words in more than
+        ``common_term_docs`` memories are *common*: left out when rarer words
+        exist. In a store of more than ``common_term_docs`` memories, words are
+        taken rarest first while the rows they match add up to at most
+        ``common_window``; when even the rarest matches more, only the newest
+        ``common_window`` of its matches (with the next rarest words while they add
+        up to at most ``common_term_docs``) are ranked.
+        """
         pairs = self._stems(query_words(query))
         if not pairs or k <= 0:
             return []
         freqs = self._doc_freqs(sorted({t for _, t in pairs}))
-        rare = [w for w, t in pairs if freqs.get(t, 0) <= self.common_term_docs]
+        word_df: dict[str, int] = {}
+        for word, term in pairs:  # a phrase matches at most as many rows as its rarest term
+            word_df[word] = min(word_df.get(word, freqs.get(term, 0)), freqs.get(term, 0))
+        present = [w for w, df in word_df.items() if df > 0]
+        if not present:
+            return []
+        rare = [w for w in present if word_df[w] <= self.common_term_docs]
+        words = rare or present
+        window_rows = None if rare else self.common_window
+        if sum(word_df[w] for w in words) > self.common_window and (
+            self._live_rows() > self.common_term_docs
+        ):
+            words, window_rows = self._within_budget(words, word_df)
+        match = " OR ".join(fts_phrase(w) for w in words)
         window: int | None = None
-        # Common words add little and would cost a scan of their long posting lists.
-        words = rare or [w for w, _ in pairs]
-        match = " OR ".join(fts_phrase(w) for w in dict.fromkeys(words))
-        if not rare:
+        if window_rows is not None:
             row = self.conn.execute(
                 "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
                 "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                (match, self.common_window - 1),
+                (match, window_rows - 1),
             ).fetchone()
             window = row[0] if row else None
         cond, params = where(flt)
         window_sql = "AND f.rowid >= ?" if window is not None else ""
         window_params = [window] if window is not None else []
-        rows = self.conn.execute(
-            f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score "
-            f"FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memories_fts MATCH ? {window_sql} AND {cond} "
-            f"ORDER BY score, m.rowid DESC LIMIT ?",
-            (self.title_weight, match, *window_params, *params, k),
-        )
-        return [(memory_id, -float(score)) for memory_id, score in rows]
+        if not flt.is_unrestricted():  # filter every match: the filter may keep few
+            rows = self.conn.execute(
+                f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score "
+                f"FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+                f"WHERE memories_fts MATCH ? {window_sql} AND {cond} "
+                f"ORDER BY score, m.rowid DESC LIMIT ?",
+                (self.title_weight, match, *window_params, *params, k),
+            )
+            return [(memory_id, -float(score)) for memory_id, score in rows]
+        # Most rows pass: rank inside FTS5 and look up only the best rows.
+        fetch = k + max(16, k // 4)
+        while True:
+            top = self.conn.execute(
+                f"SELECT f.rowid, bm25(memories_fts, ?, 1.0, 1.0) AS score "
+                f"FROM memories_fts f WHERE memories_fts MATCH ? {window_sql} "
+                f"ORDER BY score, f.rowid DESC LIMIT ?",
+                (self.title_weight, match, *window_params, fetch),
+            ).fetchall()
+            passing = self._passing([key for key, _ in top], cond, params)
+            hits = [(passing[key], -float(score)) for key, score in top if key in passing]
+            if len(hits) >= k or len(top) < fetch:
+                return hits[:k]
+            fetch *= 4
+
+    def _within_budget(
+        self, words: list[str], word_df: dict[str, int]
+    ) -> tuple[list[str], int | None]:
+        """The rarest words while their rows add up to ``common_window`` (rank them
+        all), or when the rarest alone matches more, the rarest words while they add
+        up to ``common_term_docs`` with the window size (rank the newest matches)."""
+        ordered = sorted(words, key=lambda w: (word_df[w], w))
+        if word_df[ordered[0]] > self.common_window:
+            budget, window_rows = self.common_term_docs, self.common_window
+        else:
+            budget, window_rows = self.common_window, None
+        chosen, total = [ordered[0]], word_df[ordered[0]]
+        for word in ordered[1:]:
+            if total + word_df[word] > budget:
+                break
+            chosen.append(word)
+            total += word_df[word]
+        return chosen, window_rows
 
     # --- graph, versions, entities ----------------------------------------------------
     def add_edge(self, edge: Edge) -> None:
