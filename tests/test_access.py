@@ -19,6 +19,8 @@ from memchentic import ForbiddenError, Memory, NamespaceError, NotFoundError, Va
 
 USERS = ["alice", "bob", "carol", "dave", "erin"]
 AGENTS = ["sophie"]
+#: A fresh store per generated example of the property test.
+_EXAMPLES = itertools.count()
 
 
 @dataclass
@@ -333,9 +335,8 @@ def test_directory_bad_input(mem: Memory):
     n_users=st.integers(2, 4),
     n_groups=st.integers(1, 3),
 )
-def test_no_read_ever_returns_an_invisible_memory(tmp_path_factory, data, n_users, n_groups):
-    path = tmp_path_factory.mktemp("prop") / "m.db"
-    with Memory(path=path, embedder="hash") as mem:
+def test_no_read_ever_returns_an_invisible_memory(make_mem, data, n_users, n_groups):
+    with make_mem(f"prop{next(_EXAMPLES)}") as mem:
         users = [f"u{i}" for i in range(n_users)]
         for u in users:
             mem.directory.create_identity(u)
@@ -353,3 +354,24 @@ def test_no_read_ever_returns_an_invisible_memory(tmp_path_factory, data, n_user
             view = mem.as_identity(who)
             for record in [h.memory for h in view.search(query, limit=100)] + view.list():
                 assert world.can_read(who, record.namespace), (who, record.namespace)
+
+
+def test_scores_and_order_do_not_depend_on_invisible_memories(mem: Memory):
+    _build(mem)
+    bob = mem.as_identity("bob")
+    for text in ("Merger talks with Initech stalled", "The merger memo is in the drive",
+                 "Lunch order for Friday", "Initech sent the draft contract"):  # fmt: skip
+        bob.add(text)
+    bob.search("merger Initech")  # count the recall once (debounced afterwards)
+    before = [(h.id, h.score, h.trace) for h in bob.search("merger Initech", include_trace=True)]
+    # someone else's namespace fills up with the same words
+    mem.add_many([f"Initech merger note {i}" for i in range(40)], namespace="user:erin",
+                 on_duplicate="keep")  # fmt: skip
+    after = [(h.id, h.score, h.trace) for h in bob.search("merger Initech", include_trace=True)]
+    strip = [(i, s, {k: v for k, v in t.items() if k not in ("age_days", "freshness", "score")})
+             for i, s, t in after]  # fmt: skip
+    assert [x[0] for x in after] == [x[0] for x in before]
+    assert [x[2] for x in strip] == [
+        {k: v for k, v in t.items() if k not in ("age_days", "freshness", "score")}
+        for _, _, t in before
+    ]
