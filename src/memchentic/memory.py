@@ -200,6 +200,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         namespaces = self.access.readable(self.principal, requested)
         if user_id is not None and agent_id is not None and namespace is None:
             fields["agent_id"] = agent_id  # that agent's memories and the user's shared ones
+        fields.setdefault("isolated", not self.principal.trusted)
         return MemoryFilter(namespaces=namespaces, now=now, **fields)
 
     def _visible(self, memory_id: str) -> MemoryRecord:

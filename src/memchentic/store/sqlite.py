@@ -37,6 +37,7 @@ from .sqlite_check import SQLiteCheck
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
 from .sqlite_directory import SQLiteDirectory
 from .sqlite_extra import SQLiteExtras
+from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import (
     COLUMNS,
     SELECT_COLUMNS,
@@ -52,7 +53,7 @@ APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 
 
-class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, Store):
+class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, Store):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data)."""
 
@@ -399,6 +400,10 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, Store):
     def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[tuple[str, float]]:
+        if flt.isolated and k > 0:  # untrusted caller: never through the shared graph
+            exact = self._vector_isolated(vector, k, flt)
+            if exact is not None:
+                return exact
         index = self._sync_index()
         if index is None or k <= 0 or not len(index):
             return []
@@ -579,6 +584,8 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, Store):
         ``common_window`` of its matches (with the next rarest words while they add
         up to at most ``common_term_docs``) are ranked.
         """
+        if flt.isolated:  # untrusted caller: statistics of the visible rows only
+            return self._keyword_isolated(query, k, flt)
         pairs = self._stems(query_words(query))
         if not pairs or k <= 0:
             return []
