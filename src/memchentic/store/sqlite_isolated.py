@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,7 +79,7 @@ class SQLiteIsolated:
 
     def _doc_terms(
         self, rows: Sequence[tuple[str, str, str]]
-    ) -> list[tuple[Counter[str], int]]:
+    ) -> list[tuple[dict[str, float], int]]:
         """Index terms of each row with their weighted counts (title weighted), and
         each row's length in words; one tokenizer pass for all the rows' words."""
         split = [[_WORD.findall(text.lower()) for text in row] for row in rows]
@@ -90,7 +90,7 @@ class SQLiteIsolated:
         weights = (self.title_weight, 1.0, 1.0)
         out = []
         for fields in split:
-            counts: Counter[str] = Counter()
+            counts: dict[str, float] = defaultdict(float)
             for words, weight in zip(fields, weights, strict=True):
                 for word in words:
                     if word in stems:
