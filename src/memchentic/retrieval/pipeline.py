@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import numpy as np
 
 from ..settings import Settings
 from ..store.base import MemoryFilter, Store
-from . import signals
+from . import context, cues, signals
 from .profiles import Candidate, ScoringContext, SearchProfile
 from .router import route
 
@@ -40,8 +40,14 @@ class SearchRequest:
 
 
 def gather(store: Store, req: SearchRequest, settings: Settings) -> list[Candidate]:
-    """Candidates from both stages, with their ranks and similarities."""
-    fetch = req.limit * settings.knn_overfetch_multiplier
+    """Candidates from both stages, with their ranks and similarities.
+
+    Each stage fetches ``max(limit x KNN_OVERFETCH_MULTIPLIER, SEARCH_CANDIDATE_FLOOR)``.
+    With ``SEARCH_CONTEXT_WEIGHT`` > 0, the adjacent memories of the same session
+    join the candidates and each stage's list is ordered by the stage score plus
+    that weight times the best adjacent score (``signals.with_context``).
+    """
+    fetch = max(req.limit * settings.knn_overfetch_multiplier, settings.search_candidate_floor)
     by_vector = [
         (memory_id, cosine)
         for memory_id, cosine in store.vector_search(req.vector, fetch, req.flt)
@@ -50,26 +56,62 @@ def gather(store: Store, req: SearchRequest, settings: Settings) -> list[Candida
     by_keyword = store.keyword_search(req.query, fetch, req.flt)
     ids = list(dict.fromkeys([i for i, _ in by_vector] + [i for i, _ in by_keyword]))
     records = store.get_many(ids)
-    found: dict[str, Candidate] = {}
-    for rank, (memory_id, cosine) in enumerate(by_vector, start=1):
-        if memory_id in records:
-            found[memory_id] = Candidate(records[memory_id], vector_rank=rank, cosine=cosine)
-    for rank, (memory_id, score) in enumerate(by_keyword, start=1):
-        if memory_id not in records:
-            continue
-        cand = found.setdefault(memory_id, Candidate(records[memory_id]))
-        cand.keyword_rank, cand.keyword_score = rank, score
-    missing = [c.memory.id for c in found.values() if c.vector_rank is None]
-    if missing:  # keyword-only candidates still get their true cosine
+    cosines = dict(by_vector)
+    keyword = dict(by_keyword)
+    weight = settings.search_context_weight
+    adjacent: dict[str, list[str]] = {}
+    if weight > 0 and records:
+        hood = context.neighbours(
+            store, req.flt, list(records.values()),
+            timedelta(hours=settings.search_context_gap_hours),
+        )  # fmt: skip
+        for memory_id in list(records):
+            for other in hood.adjacent.get(memory_id, ()):
+                records.setdefault(other, hood.rows[other])
+        adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in records] for i in records}
+    missing = [i for i in records if i not in cosines]
+    if missing:  # keyword-only candidates (and neighbours) still get their true cosine
         vectors = store.vectors(missing)
         query = np.asarray(req.vector, dtype=np.float32)
         qnorm = float(np.linalg.norm(query)) or 1.0
         for memory_id, vec in vectors.items():
             norm = float(np.linalg.norm(vec)) or 1.0
-            found[memory_id].cosine = float(vec @ query) / (norm * qnorm)
-    if req.profile.needs_coverage and found:
-        _add_coverage(store, req.query, list(found.values()))
-    return list(found.values())
+            cosines[memory_id] = float(vec @ query) / (norm * qnorm)
+    found = {i: Candidate(rec, cosine=cosines.get(i, 0.0)) for i, rec in records.items()}
+    for memory_id, cand in found.items():
+        near = adjacent.get(memory_id, ())
+        cand.keyword_score = keyword.get(memory_id, 0.0)
+        cand.vector_context = signals.with_context(
+            cand.cosine, [cosines.get(o, 0.0) for o in near], weight
+        )
+        cand.keyword_context = signals.with_context(
+            cand.keyword_score, [keyword.get(o, 0.0) for o in near], weight
+        )
+    if adjacent:
+        vector_order = [
+            i for i in sorted(found, key=lambda i: (-found[i].vector_context, i))
+            if found[i].vector_context > settings.search_min_similarity
+        ][:fetch]  # fmt: skip
+        keyword_order = [
+            i for i in sorted(found, key=lambda i: (-found[i].keyword_context, i))
+            if found[i].keyword_context > 0
+        ][:fetch]  # fmt: skip
+    else:
+        vector_order = [i for i, _ in by_vector if i in found]
+        keyword_order = [i for i, _ in by_keyword if i in found]
+    if keyword_order and settings.search_keyword_min_ratio > 0:
+        # A keyword match scoring a sliver of the best one (only common words in
+        # common) is not evidence: its rank would be noise in the fusion.
+        floor = settings.search_keyword_min_ratio * found[keyword_order[0]].keyword_context
+        keyword_order = [i for i in keyword_order if found[i].keyword_context >= floor]
+    for rank, memory_id in enumerate(vector_order, start=1):
+        found[memory_id].vector_rank = rank
+    for rank, memory_id in enumerate(keyword_order, start=1):
+        found[memory_id].keyword_rank = rank
+    candidates = [c for c in found.values() if c.vector_rank or c.keyword_rank]
+    if req.profile.needs_coverage and candidates:
+        _add_coverage(store, req.query, candidates)
+    return candidates
 
 
 def _add_coverage(store: Store, query: str, candidates: list[Candidate]) -> None:
@@ -89,7 +131,13 @@ def run(
 ) -> list[Candidate]:
     """Scored, ordered candidates, at most ``req.limit``."""
     candidates = gather(store, req, settings)
-    ctx = ScoringContext(now=req.now, settings=settings, path_hint=req.path_hint)
+    ctx = ScoringContext(
+        now=req.now,
+        settings=settings,
+        path_hint=req.path_hint,
+        query_words=frozenset(cues.words(req.query)),
+        query_dates=tuple(cues.query_dates(req.query)),
+    )
     for cand in candidates:
         cand.score = req.profile.scorer(cand, ctx)
     if settings.memory_selroute_enabled:

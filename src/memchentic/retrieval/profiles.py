@@ -16,7 +16,7 @@ from ..clock import age_days
 from ..errors import ValidationError
 from ..record import MemoryRecord
 from ..settings import Settings
-from . import signals
+from . import cues, signals
 
 
 @dataclass(slots=True)
@@ -29,6 +29,9 @@ class Candidate:
     cosine: float = 0.0
     keyword_score: float = 0.0
     coverage: float = 0.0
+    #: Stage scores with conversation context (see ``signals.with_context``).
+    vector_context: float = 0.0
+    keyword_context: float = 0.0
     trace: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
 
@@ -38,7 +41,14 @@ class ScoringContext:
     now: datetime
     settings: Settings
     path_hint: str | None = None
+    #: Lower-cased words of the query (for the speaker cue).
+    query_words: frozenset[str] = frozenset()
+    #: Dates the query names, as [start, end) (for the date cue).
+    query_dates: tuple[tuple[datetime, datetime], ...] = ()
 
+
+#: Types whose recency follows ``SEARCH_EPISODIC_RECENCY_DAYS`` (the horizon signal).
+EPISODIC_TYPES = frozenset({"episodic"})
 
 Scorer = Callable[[Candidate, ScoringContext], float]
 
@@ -60,12 +70,28 @@ def score_rrf(c: Candidate, ctx: ScoringContext) -> float:
             m.kind, m.reinforcement, s.search_guide_confidence_weight
         ),
         "usage": signals.usage(m.recall_count, s.memory_usage_score_weight),
+        # Extra signals: each is exactly 1 when it does not apply.
+        "speaker": signals.boost_factor(
+            bool(ctx.query_words)
+            and cues.names_speaker(set(ctx.query_words), cues.speaker_of(m.content, m.metadata)),
+            s.search_speaker_boost,
+        ),
+        "date": signals.boost_factor(
+            cues.in_any(m.valid_from or m.created_at, ctx.query_dates), s.search_date_boost
+        ),
+        "horizon": signals.horizon(
+            age, s.search_recency_half_life_days, s.search_episodic_recency_days
+        )
+        if m.type in EPISODIC_TYPES
+        else 1.0,
     }
     c.trace.update(
         vector_rank=_rank_value(c.vector_rank),
         keyword_rank=_rank_value(c.keyword_rank),
         cosine=c.cosine,
         keyword_score=c.keyword_score,
+        vector_context=c.vector_context,
+        keyword_context=c.keyword_context,
         age_days=age,
         **parts,
     )

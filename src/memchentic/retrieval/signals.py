@@ -63,3 +63,25 @@ def paths_match(memory_path: str | None, query_path: str | None) -> bool:
     if not memory_path or not query_path:
         return False
     return query_path.startswith(memory_path) or memory_path.startswith(query_path)
+
+
+def boost_factor(applies: bool, boost: float) -> float:
+    """``1 + boost`` when a cue applies to a memory, else exactly 1."""
+    return 1.0 + boost if applies else 1.0
+
+
+def horizon(age_days: float, half_life_days: float, type_half_life_days: float) -> float:
+    """Stretches freshness's scale from H to H_t for a type with its own horizon:
+    ``(1 + age/H) / (1 + age/H_t)``, so ``freshness x horizon = 1 / (1 + age/H_t)``.
+    Exactly 1 when ``H_t`` is 0 (no own horizon), equal to H, or the age is 0."""
+    if type_half_life_days <= 0 or type_half_life_days == half_life_days:
+        return 1.0
+    age = max(0.0, age_days)
+    return (1.0 + age / half_life_days) / (1.0 + age / type_half_life_days)
+
+
+def with_context(own: float, neighbours: Iterable[float], weight: float) -> float:
+    """A candidate's stage score with its conversation context:
+    ``own + weight x max(neighbour scores)`` (``own`` when there are none)."""
+    best = max(neighbours, default=0.0)
+    return own + weight * max(0.0, best)

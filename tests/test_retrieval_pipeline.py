@@ -1,0 +1,97 @@
+"""Pipeline-level effects of the retrieval improvements, through Memory.search."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memchentic import Memory, Settings
+
+T0 = datetime(2024, 1, 10, 12, tzinfo=UTC)
+NOW = datetime(2024, 6, 1, tzinfo=UTC)
+
+
+def _chat(mem: Memory, session: str, when: datetime, lines: list[str]) -> list[str]:
+    results = mem.add_many(
+        [{"content": line, "created_at": when, "session_id": session} for line in lines],
+        type="episodic", user_id="u", on_duplicate="keep", permanent=True,
+    )  # fmt: skip
+    return [r.id for r in results if r.id]
+
+
+def _filler(mem: Memory) -> None:
+    for day in range(12):
+        _chat(mem, f"s{day}", T0 + timedelta(days=day), [
+            f"Bob: day {day} was fine, lunch with coworkers and some emails",
+            f"Ann: nice, I worked on the garden and read a novel on day {day}",
+        ])  # fmt: skip
+
+
+def test_an_answer_is_found_through_the_question_before_it(db_path):
+    with Memory(path=db_path, embedder="hash", settings=Settings()) as mem:
+        _filler(mem)
+        ids = _chat(mem, "s-yoga", T0 + timedelta(days=30), [
+            "Tim: How long do you usually hold the yoga pose?",
+            "John: Typically 30 to 60 seconds, it builds strength.",
+            "Tim: Cool, thanks for the tip!",
+        ])  # fmt: skip
+        hits = mem.search("How long does John hold the yoga pose?", user_id="u", now=NOW,
+                          limit=5, include_trace=True)  # fmt: skip
+        top = [h.memory.id for h in hits]
+        assert ids[1] in top[:3]
+        answer = next(h for h in hits if h.memory.id == ids[1])
+        assert answer.trace["speaker"] == 1.25  # the query names John, who said it
+        assert answer.trace["keyword_context"] > answer.trace["keyword_score"]
+        without = Settings(search_context_weight=0.0)
+        mem.settings = without
+        plain = mem.search("How long does John hold the yoga pose?", user_id="u", now=NOW,
+                           limit=5, include_trace=True)  # fmt: skip
+        answer = next((h for h in plain if h.memory.id == ids[1]), None)
+        assert answer is None or answer.trace["keyword_context"] == answer.trace["keyword_score"]
+
+
+def test_extra_signals_are_one_when_they_do_not_apply(mem: Memory):
+    mem.add("Prefers green tea in the morning", user_id="u")
+    hit = mem.search("green tea", user_id="u", include_trace=True)[0]
+    t = hit.trace
+    assert t["speaker"] == t["date"] == t["horizon"] == 1.0
+    assert t["vector_context"] == t["cosine"] and t["keyword_context"] == t["keyword_score"]
+    product = t["match"] * t["freshness"] * t["path"] * t["confidence"] * t["usage"]
+    assert t["score"] == product
+
+
+def test_date_named_in_the_query_lifts_memories_of_that_day(db_path):
+    with Memory(path=db_path, embedder="hash") as mem:
+        a = _chat(mem, "s1", datetime(2023, 6, 3, 10, tzinfo=UTC), ["Maria: started pottery"])
+        b = _chat(mem, "s2", datetime(2023, 9, 3, 10, tzinfo=UTC), ["Maria: started pottery"])
+        hits = mem.search("What did Maria start on 3 June, 2023?", user_id="u", now=NOW,
+                          include_trace=True)  # fmt: skip
+        by_id = {h.memory.id: h for h in hits}
+        assert by_id[a[0]].trace["date"] == 1.5 and by_id[b[0]].trace["date"] == 1.0
+        assert hits[0].memory.id == a[0]
+
+
+def test_episodic_memories_keep_their_weight_for_years(db_path):
+    with Memory(path=db_path, embedder="hash") as mem:
+        old = mem.add("we hiked the red canyon trail", type="episodic", user_id="u",
+                      created_at=NOW - timedelta(days=300), permanent=True)  # fmt: skip
+        fact = mem.add("the red canyon trail is closed", user_id="u",
+                       created_at=NOW - timedelta(days=300), permanent=True)  # fmt: skip
+        hits = {h.memory.id: h for h in mem.search("red canyon trail", user_id="u", now=NOW,
+                                                   include_trace=True)}  # fmt: skip
+        ep, se = hits[old.id].trace, hits[fact.id].trace
+        assert se["horizon"] == 1.0
+        assert ep["freshness"] * ep["horizon"] == pytest.approx(1 / (1 + 300 / 3650))
+
+
+def test_keyword_matches_on_common_words_only_do_not_enter_the_keyword_list(db_path):
+    with Memory(path=db_path, embedder="hash") as mem:
+        lines = [f"Ann: talked about topic number {i}" for i in range(30)]
+        lines.append("Ann: my saxophone lesson was great")
+        ids = _chat(mem, "s", T0, lines)
+        hits = mem.search("Ann saxophone", user_id="u", now=NOW, include_trace=True, limit=40)
+        ranked = [h for h in hits if h.trace["keyword_rank"] > 0]
+        assert [h.memory.id for h in ranked][:1] == [ids[-1]]
+        best = ranked[0].trace["keyword_context"]
+        assert all(h.trace["keyword_context"] >= 0.25 * best for h in ranked)

@@ -1,0 +1,92 @@
+"""The retrieval improvements' pure parts: query cues (speaker, dates), the horizon
+and boost signals, and conversation context."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memchentic.retrieval import cues, signals
+
+
+@pytest.mark.parametrize(
+    ("content", "metadata", "speaker"),
+    [
+        ("Caroline: I went to a support group.", None, "Caroline"),
+        ("Mary Ann Lee: hello", None, "Mary Ann Lee"),
+        ("Note: buy milk", None, "Note"),
+        ("no speaker here: really", None, None),
+        ("Prefers tea over coffee", None, None),
+        ("Caroline: hi", {"speaker": "Mel"}, "Mel"),
+        ("time 10:30 meeting", None, None),
+    ],
+)
+def test_speaker_of(content, metadata, speaker):
+    assert cues.speaker_of(content, metadata) == speaker
+
+
+def test_names_speaker_needs_every_word_of_the_name():
+    q = cues.words("What did Caroline's friend Mary Ann say?")
+    assert cues.names_speaker(q, "Caroline")
+    assert cues.names_speaker(q, "Mary Ann")
+    assert not cues.names_speaker(q, "Mary Jones")
+    assert not cues.names_speaker(q, None)
+    assert not cues.names_speaker(cues.words("What did Carol say?"), "Caroline")
+
+
+def _d(y: int, m: int = 1, d: int = 1) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "spans"),
+    [
+        ("What did Maria start, as mentioned on 3 June, 2023?", [(_d(2023, 6, 3), _d(2023, 6, 4))]),
+        ("What happened on June 3rd, 2023?", [(_d(2023, 6, 3), _d(2023, 6, 4))]),
+        ("Anything on 2023-06-03?", [(_d(2023, 6, 3), _d(2023, 6, 4))]),
+        ("What did she paint in May 2023?", [(_d(2023, 5), _d(2023, 6))]),
+        ("Plans for December, 2022", [(_d(2022, 12), _d(2023, 1))]),
+        ("Where did he travel in 2022?", [(_d(2022), _d(2023))]),
+        ("What did they do last week?", []),
+        ("Call me at 10:30 pm about the 3 cats", []),
+        ("Is 31 February, 2023 a date?", []),
+    ],
+)
+def test_query_dates(query, spans):
+    assert cues.query_dates(query) == spans
+
+
+def test_in_any_is_half_open():
+    spans = [(_d(2023, 5), _d(2023, 6))]
+    assert cues.in_any(_d(2023, 5, 31), spans)
+    assert not cues.in_any(_d(2023, 6, 1), spans)
+    assert not cues.in_any(None, spans)
+    assert not cues.in_any(_d(2023, 5, 2), [])
+
+
+def test_boost_factor_is_one_when_it_does_not_apply():
+    assert signals.boost_factor(False, 0.5) == 1.0
+    assert signals.boost_factor(True, 0.5) == 1.5
+    assert signals.boost_factor(True, 0.0) == 1.0
+
+
+@given(st.floats(0, 10_000), st.floats(1, 1000), st.floats(1, 100_000))
+def test_horizon_turns_freshness_into_the_types_own_scale(age, h, ht):
+    combined = signals.freshness(age, h) * signals.horizon(age, h, ht)
+    assert combined == pytest.approx(1 / (1 + age / ht))
+    assert signals.horizon(age, h, 0) == 1.0
+    assert signals.horizon(age, h, h) == 1.0
+    assert signals.horizon(0, h, ht) == 1.0
+
+
+@given(st.floats(-1, 1), st.lists(st.floats(-1, 1), max_size=2), st.floats(0, 2))
+def test_with_context_never_lowers_a_score(own, near, weight):
+    value = signals.with_context(own, near, weight)
+    assert value >= own
+    assert signals.with_context(own, near, 0.0) == own
+    assert signals.with_context(own, [], weight) == own
+    if near:
+        assert value == pytest.approx(own + weight * max(0.0, max(near)))
