@@ -12,14 +12,19 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_expiry_rules(mem: Memory):
-    default = mem.add("default ttl note", created_at=T0).memory
+    default = mem.add("default ttl note", created_at=T0, now=T0).memory
     assert default.expires_at == T0 + timedelta(days=90)
-    short = mem.add("two week note", created_at=T0, ttl_days=14).memory
+    short = mem.add("two week note", created_at=T0, now=T0, ttl_days=14).memory
     assert short.expires_at == T0 + timedelta(days=14)
-    assert mem.add("zero ttl note", created_at=T0, ttl_days=0).memory.expires_at is None
-    assert mem.add("permanent note", created_at=T0, permanent=True).memory.expires_at is None
+    assert mem.add("zero ttl note", created_at=T0, now=T0, ttl_days=0).memory.expires_at is None
+    assert (
+        mem.add("permanent note", created_at=T0, now=T0, permanent=True).memory.expires_at is None
+    )
     at = T0 + timedelta(days=3)
-    assert mem.add("explicit expiry note", created_at=T0, expires_at=at).memory.expires_at == at
+    assert (
+        mem.add("explicit expiry note", created_at=T0, now=T0, expires_at=at).memory.expires_at
+        == at
+    )
 
 
 def test_negative_ttl_is_refused(mem: Memory):
@@ -28,11 +33,11 @@ def test_negative_ttl_is_refused(mem: Memory):
     assert err.value.field == "ttl_days"
 
 
-def test_recall_renews_with_debounce_and_ceiling(db_path):
+def test_recall_renews_with_debounce_and_ceiling(make_mem):
     s = Settings(memory_ttl_extend_days=90, memory_max_ttl_days=100)
-    m = Memory(path=db_path, embedder="hash", settings=s)
+    m = make_mem(settings=s)
     try:
-        res = m.add("Uma's passport expires in 2031", created_at=T0, ttl_days=10)
+        res = m.add("Uma's passport expires in 2031", created_at=T0, now=T0, ttl_days=10)
         day5 = T0 + timedelta(days=5)
         m.get(res.id, now=day5)
         after = m.get(res.id, touch=False)
@@ -51,7 +56,7 @@ def test_recall_renews_with_debounce_and_ceiling(db_path):
 
 
 def test_renewal_never_shortens_and_permanent_stays(mem: Memory):
-    long = mem.add("long lived", created_at=T0, ttl_days=700).memory
+    long = mem.add("long lived", created_at=T0, now=T0, ttl_days=700).memory
     mem.get(long.id, now=T0 + timedelta(days=1))
     assert mem.get(long.id, touch=False).expires_at == long.expires_at
     perm = mem.add("forever", permanent=True).memory
@@ -60,7 +65,7 @@ def test_renewal_never_shortens_and_permanent_stays(mem: Memory):
 
 
 def test_expired_leaves_list_and_search_get_opens_revise_revives(mem: Memory):
-    res = mem.add("Victor's visa application is pending", created_at=T0, ttl_days=5)
+    res = mem.add("Victor's visa application is pending", created_at=T0, now=T0, ttl_days=5)
     now = datetime.now(UTC)
     assert mem.list() == []
     assert mem.search("visa application") == []
@@ -71,17 +76,22 @@ def test_expired_leaves_list_and_search_get_opens_revise_revives(mem: Memory):
     assert [h.id for h in mem.search("visa application")] == [res.id]
 
 
-def test_gc_deletes_long_expired_and_decayed_and_reports(db_path):
+def test_gc_deletes_long_expired_and_decayed_and_reports(make_mem):
     s = Settings(memory_gc_retention_days=30)
-    m = Memory(path=db_path, embedder="hash", settings=s)
+    m = make_mem(settings=s)
     try:
         now = T0 + timedelta(days=400)
-        gone = m.add("expired long ago", created_at=T0, ttl_days=10)
-        recent = m.add("expired recently", created_at=now - timedelta(days=20), ttl_days=5)
-        decayed = m.add("old and weak", created_at=T0, ttl_days=1000, confidence=0.5)
-        pinned = m.add("old but pinned", created_at=T0, ttl_days=1000, pinned=True)
-        forever = m.add("old but permanent", created_at=T0, permanent=True)
-        fresh = m.add("new note", created_at=now - timedelta(days=1))
+        gone = m.add("expired long ago", created_at=T0, now=T0, ttl_days=10)
+        recent = m.add(
+            "expired recently",
+            created_at=now - timedelta(days=20),
+            now=now - timedelta(days=20),
+            ttl_days=5,
+        )
+        decayed = m.add("old and weak", created_at=T0, now=T0, ttl_days=1000, confidence=0.5)
+        pinned = m.add("old but pinned", created_at=T0, now=T0, ttl_days=1000, pinned=True)
+        forever = m.add("old but permanent", created_at=T0, now=T0, permanent=True)
+        fresh = m.add("new note", created_at=now - timedelta(days=1), now=now - timedelta(days=1))
         dry = m.gc(now=now, dry_run=True)
         assert dry["deleted"] == 0 and set(dry["expired"]) == {gone.id}
         assert set(dry["decayed"]) == {decayed.id}
@@ -95,7 +105,7 @@ def test_gc_deletes_long_expired_and_decayed_and_reports(db_path):
 
 
 def test_improve_does_not_reset_age_but_revise_does(mem: Memory):
-    res = mem.add("Wendy manages the data team", created_at=T0)
+    res = mem.add("Wendy manages the data team", created_at=T0, now=T0)
     improved = mem.improve(res.id, confidence=0.4)
     assert improved.memory.updated_at == T0 and improved.memory.confidence == 0.4
     revised = mem.revise(res.id, "Wendy manages the platform team")
@@ -104,3 +114,12 @@ def test_improve_does_not_reset_age_but_revise_does(mem: Memory):
     assert ops == ["add", "improve", "revise"]
     change = mem.history(res.id)[2].changes
     assert change["content"] == ["Wendy manages the data team", "Wendy manages the platform team"]
+
+
+def test_a_backdated_memory_expires_from_the_time_it_was_written(mem: Memory):
+    """An import of old history is not born expired: expiry counts from the write."""
+    before = datetime.now(UTC)
+    old = mem.add("Recorded long ago", created_at=T0).memory
+    assert old.created_at == T0
+    assert old.expires_at >= before + timedelta(days=90)
+    assert [r.id for r in mem.list()] == [old.id]

@@ -320,7 +320,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             raise NamespaceError("namespace", "you cannot write to this namespace")
         if type_ == CHARTER_TYPE:
             slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
-        created = as_utc(created_at, "created_at") or self._now(now)
+        clock = self._now(now)
+        created = as_utc(created_at, "created_at") or clock
         record = MemoryRecord(
             id=new_id(int(created.timestamp() * 1000)),
             namespace=ns,
@@ -344,8 +345,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             updated_at=created,
             valid_from=as_utc(valid_from, "valid_from") or created,
             valid_to=as_utc(valid_to, "valid_to"),
-            expires_at=initial_expiry(
-                created,
+            expires_at=initial_expiry(  # from the time of the write, not a backdated created_at
+                clock,
                 s,
                 ttl_days=ttl_days,
                 permanent=permanent,
