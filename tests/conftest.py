@@ -62,7 +62,11 @@ class TableEmbedder(Embedder):
 
     def __init__(self, table: Mapping[str, Sequence[float]] | None = None, dimension: int = 8):
         self.dimension = dimension
-        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in (table or {}).items()}
+        # shorter vectors are padded with zeros (cosines unchanged)
+        self.table = {
+            k: np.pad(np.asarray(v, dtype=np.float32), (0, max(0, dimension - len(v))))
+            for k, v in (table or {}).items()
+        }
         self._fallback = HashEmbedder(dimension=dimension)
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

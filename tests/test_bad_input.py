@@ -57,6 +57,7 @@ def _unchanged(mem: Memory, memory_id: str) -> None:
 )
 def test_bad_writes_name_the_field_and_change_nothing(seeded, kwargs, field):
     mem, anchor = seeded
+    kwargs = dict(kwargs)  # the parameter is shared by every backend's run
     content = kwargs.pop("content")
     with pytest.raises(ValidationError) as err:
         mem.add(content, **kwargs)
@@ -162,14 +163,13 @@ def test_a_sqlite_file_of_another_application(tmp_path: Path):
     assert tables == ["accounts"]
 
 
-def test_a_store_of_another_embedder_dimension(tmp_path: Path):
-    path = tmp_path / "dim.db"
-    with Memory(path=path, embedder=HashEmbedder(dimension=384)) as m:
+def test_a_store_of_another_embedder_dimension(make_mem):
+    with make_mem("dim", embedder=HashEmbedder(dimension=384)) as m:
         kept = m.add("Built with 384 dimensions").id
     with pytest.raises(EmbedderMismatchError) as err:
-        Memory(path=path, embedder=HashEmbedder(dimension=64))
+        make_mem("dim", embedder=HashEmbedder(dimension=64))
     assert "384" in str(err.value) and "reindex" in str(err.value)
-    with Memory(path=path, embedder=HashEmbedder(dimension=384)) as m:
+    with make_mem("dim", embedder=HashEmbedder(dimension=384)) as m:
         assert m.get(kept).content == "Built with 384 dimensions"
 
 

@@ -27,9 +27,9 @@ def _export(m: Memory) -> list[dict]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-def test_round_trip_is_lossless(tmp_path):
-    src = Memory(path=tmp_path / "src.db", embedder="hash")
-    dst = Memory(path=tmp_path / "dst.db", embedder="hash")
+def test_round_trip_is_lossless(make_mem):
+    src = make_mem("src")
+    dst = make_mem("dst")
     try:
         ids = _populate(src)
         lines = _export(src)
@@ -49,9 +49,9 @@ def test_round_trip_is_lossless(tmp_path):
         dst.close()
 
 
-def test_bad_lines_are_reported_and_the_rest_imported(tmp_path):
-    src = Memory(path=tmp_path / "s.db", embedder="hash")
-    dst = Memory(path=tmp_path / "d.db", embedder="hash")
+def test_bad_lines_are_reported_and_the_rest_imported(make_mem):
+    src = make_mem("s")
+    dst = make_mem("d")
     try:
         _populate(src)
         lines = [json.dumps(x) for x in _export(src)]
@@ -71,9 +71,9 @@ def test_bad_lines_are_reported_and_the_rest_imported(tmp_path):
         dst.close()
 
 
-def test_strict_import_refuses_the_whole_file(tmp_path):
-    src = Memory(path=tmp_path / "s.db", embedder="hash")
-    dst = Memory(path=tmp_path / "d.db", embedder="hash")
+def test_strict_import_refuses_the_whole_file(make_mem):
+    src = make_mem("s")
+    dst = make_mem("d")
     try:
         _populate(src)
         lines = [json.dumps(x) for x in _export(src)] + ["[1, 2"]
@@ -85,9 +85,9 @@ def test_strict_import_refuses_the_whole_file(tmp_path):
         dst.close()
 
 
-def test_import_without_vectors_re_embeds(tmp_path):
-    src = Memory(path=tmp_path / "s.db", embedder="hash")
-    dst = Memory(path=tmp_path / "d.db", embedder="hash")
+def test_import_without_vectors_re_embeds(make_mem):
+    src = make_mem("s")
+    dst = make_mem("d")
     try:
         ids = _populate(src)
         out = io.StringIO()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from memchentic import Memory, Settings
+from memchentic import Settings
 from memchentic.retrieval.router import route
 
 
@@ -23,12 +23,10 @@ def test_router_classifies_queries(query: str, kind: str):
     assert route(query)[0] == kind
 
 
-def test_router_boosts_matching_types_only_when_enabled(db_path):
+def test_router_boosts_matching_types_only_when_enabled(make_mem):
     texts = [("Ana likes green tea", "preference"), ("Ana likes green tea fields", "fact")]
     for enabled in (False, True):
-        path = db_path.with_name(f"r{enabled}.db")
-        with Memory(path=path, embedder="hash",
-                    settings=Settings(memory_selroute_enabled=enabled)) as m:  # fmt: skip
+        with make_mem(f"r{enabled}", settings=Settings(memory_selroute_enabled=enabled)) as m:
             ids = {t: m.add(c, type=t).id for c, t in texts}
             hits = m.search("what does Ana like", include_trace=True)
             by_id = {h.id: h for h in hits}
@@ -47,9 +45,9 @@ class LengthReranker:
         return [1.0 / len(t) for t in texts]
 
 
-def test_reranker_reorders_when_enabled(db_path):
+def test_reranker_reorders_when_enabled(make_mem):
     s = Settings(memory_reranker_enabled=True)
-    with Memory(path=db_path, embedder="hash", settings=s, reranker=LengthReranker()) as m:
+    with make_mem(settings=s, reranker=LengthReranker()) as m:
         long = m.add("Bruno's favourite band is Radiohead and he saw them live twice in Lisbon")
         short = m.add("Bruno likes bands")
         hits = m.search("Bruno favourite band Radiohead", include_trace=True)
@@ -57,9 +55,9 @@ def test_reranker_reorders_when_enabled(db_path):
         assert "pre_rerank_score" in hits[0].trace and hits[0].score == hits[0].trace["rerank"]
 
 
-def test_enabling_the_reranker_without_one_is_a_clear_error(db_path):
+def test_enabling_the_reranker_without_one_is_a_clear_error(make_mem):
     from memchentic import ValidationError
 
     with pytest.raises(ValidationError) as err:
-        Memory(path=db_path, embedder="hash", settings=Settings(memory_reranker_enabled=True))
+        make_mem(settings=Settings(memory_reranker_enabled=True))
     assert err.value.field == "reranker"

@@ -7,8 +7,12 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
+
 from memchentic import HashEmbedder, Memory
 from memchentic.store.migrations.sqlite import MIGRATIONS
+
+pytestmark = pytest.mark.backends("sqlite")
 
 
 def test_one_file_in_wal_mode_with_a_migration_table(mem: Memory, db_path: Path):

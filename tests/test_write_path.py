@@ -54,11 +54,11 @@ def test_near_duplicates_in_other_namespaces_are_not_duplicates(mem: Memory):
     assert mem.add("Standup is at 9:30", user_id="b").status == "added"
 
 
-def test_reinforce_policy_and_keep(tmp_path):
+def test_reinforce_policy_and_keep(make_mem):
     emb = TableEmbedder({
         "base": _vec(1, 0), "close": _vec(1, 0.45), "twin": _vec(1, 0.01),
     })  # fmt: skip
-    m = Memory(path=tmp_path / "r.db", embedder=emb)
+    m = make_mem("r", embedder=emb)
     try:
         base = m.add("base")
         # cosine(base, close) = 0.912: under NEAR_DUP (0.92), over dedup (0.9)
@@ -73,9 +73,8 @@ def test_reinforce_policy_and_keep(tmp_path):
         m.close()
 
 
-def test_duplicate_policy_setting(tmp_path):
-    m = Memory(path=tmp_path / "p.db", embedder="hash",
-               settings=Settings(duplicate_policy="reinforce"))  # fmt: skip
+def test_duplicate_policy_setting(make_mem):
+    m = make_mem("p", settings=Settings(duplicate_policy="reinforce"))
     try:
         a = m.add("Mia drinks oat milk")
         assert m.add("Mia drinks oat milk").status == "reinforced"
@@ -170,7 +169,7 @@ def test_write_result_reports_what_happened(mem: Memory):
     assert res.to_dict()["status"] == "added"
 
 
-def test_add_many_embeds_in_one_batch(tmp_path):
+def test_add_many_embeds_in_one_batch(make_mem):
     class Counting(TableEmbedder):
         calls = 0
 
@@ -178,7 +177,7 @@ def test_add_many_embeds_in_one_batch(tmp_path):
             Counting.calls += 1
             return super().embed_batch(texts)
 
-    m = Memory(path=tmp_path / "b.db", embedder=Counting(dimension=384))
+    m = make_mem("b", embedder=Counting(dimension=384))
     try:
         results = m.add_many([f"fact number {i} about topic {i * 7}" for i in range(50)])
         assert Counting.calls == 1

@@ -8,11 +8,25 @@ from .base import MemoryFilter, Store, StoreStats
 
 
 def open_store(location: str, settings: Settings) -> Store:
-    """Open the store at a path or URL (``sqlite:///path``; a plain path is SQLite)."""
+    """Open the store at a path or URL: ``sqlite:///path`` (a plain path is SQLite,
+    the default) or ``postgresql://user@host/db`` (optionally ``?schema=NAME``; needs
+    the ``[postgres]`` extra and the pgvector extension on the server)."""
     if not isinstance(location, str) or not location.strip():
         raise ValidationError("store", "must be a file path or a store URL")
     if location.startswith(("postgresql://", "postgres://")):
-        raise ValidationError("store", "the PostgreSQL backend is not available in this build")
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:
+            raise ValidationError(
+                "store", "PostgreSQL needs the [postgres] extra: pip install 'memchentic[postgres]'"
+            ) from exc
+        return PostgresStore(
+            location,
+            common_term_docs=settings.search_common_term_docs,
+            common_window=settings.search_common_window,
+            exact_vector_rows=settings.search_exact_vector_rows,
+            title_weight=settings.search_title_weight,
+        )
     if "://" in location and not location.startswith("sqlite://"):
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
     if location == ":memory:":

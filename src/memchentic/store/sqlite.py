@@ -401,9 +401,9 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[tuple[str, float]]:
         if flt.isolated and k > 0:  # untrusted caller: never through the shared graph
-            exact = self._vector_isolated(vector, k, flt)
-            if exact is not None:
-                return exact
+            visible = self._vector_isolated(vector, k, flt)
+            if visible is not None:
+                return visible
         index = self._sync_index()
         if index is None or k <= 0 or not len(index):
             return []

@@ -29,13 +29,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 #: Graph degree and build effort; with :data:`EXPANSION_SEARCH_MIN` they give
 #: recall@10 >= 0.98 of an exact scan on clustered data (see bench/README.md).
-CONNECTIVITY = 16
-EXPANSION_ADD = 64
+CONNECTIVITY = 24
+EXPANSION_ADD = 128
 EXPANSION_SEARCH_MIN = 128
 #: Vectors the flat part holds before they move into the graph in one batch.
 FLUSH_AT = 1024
@@ -127,7 +128,16 @@ def _top(keys: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
 
 
 class VectorIndex:
-    """A thread-safe vector index: exact below ``exact_below`` vectors, HNSW above."""
+    """A thread-safe vector index: exact up to ``exact_below`` vectors, HNSW above.
+
+    Up to ``exact_below`` vectors (*exact mode*) the flat part holds every vector
+    and answers alone. Past half of that a *shadow* graph starts to fill in the
+    background of the writes: each write lets at most two vectors' worth of graph
+    inserts happen (in batches of :data:`FLUSH_AT`), so the graph is nearly
+    complete when the store outgrows ``exact_below`` and no single write pays for
+    building it. Past ``exact_below`` the flat part holds only the vectors not yet
+    in the graph.
+    """
 
     def __init__(self, dimension: int, *, exact_below: int = 20000) -> None:
         self.dimension = dimension
@@ -137,9 +147,12 @@ class VectorIndex:
         self._saved: tuple[int, str] | None = None  # (seq, epoch) of the file on disk
         self._lock = threading.RLock()
         self._flat = _Flat(dimension)
-        self._graph = None  # a usearch Index once the store outgrows exact_below
+        self._graph: Any = None  # a usearch Index (the shadow graph in exact mode)
+        self._exact_mode = True  # the flat part holds every vector
+        self._pending: set[int] = set()  # keys in the flat part, not in the graph
+        self._credit = 0  # graph inserts the writes have paid for (exact mode)
 
-    def _new_graph(self):  # type: ignore[no-untyped-def]
+    def _new_graph(self) -> Any:
         from usearch.index import Index
 
         return Index(
@@ -152,7 +165,9 @@ class VectorIndex:
         )
 
     def __len__(self) -> int:
-        return len(self._flat) + (len(self._graph) if self._graph is not None else 0)
+        if self._exact_mode or self._graph is None:
+            return len(self._flat)
+        return len(self._flat) + len(self._graph)
 
     def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         if not len(keys):
@@ -162,6 +177,9 @@ class VectorIndex:
         with self._lock:
             self._remove_from_graph(keys)
             self._flat.upsert(keys, unit)
+            if self._graph is not None:
+                self._pending.update(keys)
+            self._credit += 2 * len(keys)
             self._maybe_flush()
 
     def remove(self, keys: Sequence[int]) -> None:
@@ -171,6 +189,7 @@ class VectorIndex:
         with self._lock:
             self._flat.remove(keys)
             self._remove_from_graph(keys)
+            self._pending.difference_update(keys)
 
     def _remove_from_graph(self, keys: Sequence[int]) -> None:
         if self._graph is None or not len(self._graph):
@@ -181,18 +200,42 @@ class VectorIndex:
             self._graph.remove(present)
 
     def _maybe_flush(self) -> None:
-        if self._graph is None and len(self) > self.exact_below:
+        if not self._exact_mode:
+            if len(self._pending) >= FLUSH_AT:
+                self._flush(list(self._pending))
+            return
+        size = len(self._flat)
+        if size <= self.exact_below // 2:
+            return
+        if self._graph is None:  # start the shadow graph: everything is pending
             self._graph = self._new_graph()
-        if self._graph is not None and len(self._flat) >= FLUSH_AT:
-            self.flush()
+            self._pending = set(self._flat.slot)
+            self._credit = 0
+        if size > self.exact_below:  # outgrown: the graph takes over
+            self._exact_mode = False
+            self._flush(list(self._pending))
+            self._flat = _Flat(self.dimension)  # every vector is in the graph now
+        elif len(self._pending) >= FLUSH_AT and self._credit >= FLUSH_AT:
+            batch = sorted(self._pending)[:FLUSH_AT]
+            self._credit -= len(batch)
+            self._flush(batch)
+
+    def _flush(self, keys: list[int]) -> None:
+        """Add these pending keys to the graph; past exact mode, drop them from the
+        flat part."""
+        if not keys:
+            return
+        rows = self._flat.matrix[[self._flat.slot[k] for k in keys]]
+        self._graph.add(np.asarray(keys, dtype=np.uint64), rows, threads=0)
+        self._pending.difference_update(keys)
+        if not self._exact_mode:
+            self._flat.remove(keys)
 
     def flush(self) -> None:
-        """Move the flat part into the graph (when there is one)."""
+        """Move every pending vector into the graph (past exact mode)."""
         with self._lock:
-            if self._graph is None or not len(self._flat):
-                return
-            keys, matrix = self._flat.take()
-            self._graph.add(keys, matrix, threads=0)
+            if not self._exact_mode:
+                self._flush(list(self._pending))
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest keys with their (approximate) cosine, best first."""
@@ -204,8 +247,8 @@ class VectorIndex:
             k = min(k, size)
             found = self._flat.search(query, k)
             graph = self._graph
-            if graph is not None and len(graph):
-                graph.expansion_search = max(EXPANSION_SEARCH_MIN, 2 * k)
+            if not self._exact_mode and graph is not None and len(graph):
+                graph.expansion_search = max(EXPANSION_SEARCH_MIN, k + k // 4)
                 hits = graph.search(query, min(k, len(graph)), exact=size <= self.exact_below)
                 found.extend(
                     (int(key), 1.0 - float(dist))
@@ -228,10 +271,11 @@ class VectorIndex:
                 mask = np.isin(flat.keys[: flat.size], arr)
                 parts_keys.append(flat.keys[: flat.size][mask])
                 parts_rows.append(flat.matrix[: flat.size][mask])
-            if self._graph is not None and len(self._graph):
-                present = arr[np.asarray(self._graph.contains(arr), dtype=bool).reshape(-1)]
+            graph = self._graph
+            if not self._exact_mode and graph is not None and len(graph):
+                present = arr[np.asarray(graph.contains(arr), dtype=bool).reshape(-1)]
                 if len(present):
-                    got = self._graph.get(present, dtype=np.float32)
+                    got = graph.get(present, dtype=np.float32)
                     rows = np.stack(got) if isinstance(got, tuple) else np.asarray(got)
                     parts_keys.append(present)
                     parts_rows.append(_unit_rows(rows, self.dimension))
@@ -247,16 +291,17 @@ class VectorIndex:
     def save(self, path: Path, epoch: str) -> None:
         """Write the index and the change-log position it reflects (atomically).
 
-        A store small enough to stay flat is saved as a ``.npz`` of its rows;
-        a larger one moves its flat part into the graph and saves the graph.
-        Nothing is written when the file on disk already reflects this position.
+        In exact mode the flat part is saved (a ``.npz`` of its rows; a shadow
+        graph is not kept); past it, pending vectors move into the graph and the
+        graph is saved. Nothing is written when the file on disk already reflects
+        this position.
         """
         with self._lock, _file_lock(path):
             if self._saved == (self.applied_seq, epoch) and path.exists():
                 return
             self.flush()
             tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-            if self._graph is not None:
+            if not self._exact_mode and self._graph is not None:
                 self._graph.save(str(tmp))
                 kind = "hnsw"
             else:
@@ -311,6 +356,7 @@ class VectorIndex:
                 if graph.ndim != dimension:
                     return None
                 index._graph = graph
+                index._exact_mode = False
             index.applied_seq = int(side["seq"])
             index._saved = (index.applied_seq, epoch)
             return index

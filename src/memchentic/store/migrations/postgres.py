@@ -1,0 +1,261 @@
+"""PostgreSQL schema migrations: ordered named functions, recorded in ``schema_migrations``.
+
+The numbering follows the SQLite migrations (the same three steps), so both
+backends report the same schema version. Add a migration by appending a
+function ``mNNN_name(conn)`` to ``MIGRATIONS``; never edit one that has shipped.
+
+:func:`migrate` runs under a session advisory lock keyed on the store's schema,
+so two processes opening the same store at once apply each step exactly once.
+The vector index is not a migration: its dimension is only known once an
+embedder is chosen (see ``postgres.PostgresStore.set_meta``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...clock import utcnow
+
+#: The text search configuration of the keyword index: the English snowball
+#: stemmer without a stopword list (stopwords stay searchable, as in SQLite).
+TS_CONFIG = "memchentic_english"
+
+
+def m001_initial(conn: Any) -> None:
+    conn.execute(
+        f"""
+        CREATE TABLE IF NOT EXISTS meta (key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+
+        CREATE TEXT SEARCH DICTIONARY memchentic_stem (TEMPLATE = snowball, LANGUAGE = english);
+        CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = pg_catalog.english);
+        ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG}
+            ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+            WITH memchentic_stem;
+
+        CREATE TABLE memories (
+            key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text COLLATE "C" NOT NULL UNIQUE,
+            namespace text COLLATE "C" NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            content text NOT NULL,
+            title text,
+            tier_l0 text,
+            tier_l1 text,
+            tags jsonb NOT NULL DEFAULT '[]',
+            path_hint text COLLATE "C",
+            repo text COLLATE "C",
+            entities jsonb NOT NULL DEFAULT '[]',
+            slot_key text COLLATE "C",
+            user_id text COLLATE "C",
+            agent_id text COLLATE "C",
+            session_id text COLLATE "C",
+            confidence double precision NOT NULL,
+            reinforcement integer NOT NULL,
+            importance double precision NOT NULL,
+            polarity integer NOT NULL,
+            pinned boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            valid_from timestamptz,
+            valid_to timestamptz,
+            expires_at timestamptz,
+            recall_count integer NOT NULL DEFAULT 0,
+            last_recalled_at timestamptz,
+            superseded_by text COLLATE "C",
+            metadata jsonb NOT NULL DEFAULT '{{}}',
+            -- title (A), body (B) and tags (C), tokenised as the store writes them
+            tsv tsvector NOT NULL
+        ) WITH (fillfactor = 90);
+        CREATE INDEX ix_memories_namespace ON memories (namespace, created_at);
+        CREATE INDEX ix_memories_type ON memories (type);
+        CREATE INDEX ix_memories_expires ON memories (expires_at);
+        CREATE INDEX ix_memories_user ON memories (user_id);
+        CREATE INDEX ix_memories_superseded ON memories (superseded_by)
+            WHERE superseded_by IS NOT NULL;
+        CREATE INDEX ix_memories_tags ON memories USING gin (tags jsonb_path_ops);
+        CREATE INDEX ix_memories_tsv ON memories USING gin (tsv);
+        CREATE UNIQUE INDEX ix_memories_slot ON memories (namespace, slot_key)
+            WHERE slot_key IS NOT NULL;
+
+        -- Vectors beside the rows: updates of a row (a recall count) never touch
+        -- the HNSW graph. The column has no fixed dimension; the index casts.
+        CREATE TABLE memory_vectors (
+            key bigint PRIMARY KEY REFERENCES memories (key) ON DELETE CASCADE,
+            embedding vector NOT NULL
+        );
+
+        -- Document frequency of each index term, and under '' the row count:
+        -- the statistics keyword ranking needs, without scanning the index.
+        -- Triggers append each row's term changes to term_pending; the store folds
+        -- them into term_docs once per transaction (memchentic_flush_terms), so a
+        -- batch of writes updates each common term's row once, not once a write.
+        CREATE TABLE term_docs (term text COLLATE "C" PRIMARY KEY, docs bigint NOT NULL);
+        CREATE INDEX ix_term_docs_gone ON term_docs (term) WHERE docs <= 0;
+        CREATE TABLE term_pending (term text COLLATE "C" NOT NULL, delta integer NOT NULL);
+        CREATE FUNCTION memchentic_count_terms() RETURNS trigger
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF TG_OP <> 'INSERT' THEN
+                INSERT INTO term_pending (term, delta)
+                SELECT lexeme, -1 FROM unnest(OLD.tsv)
+                UNION ALL SELECT '', -1 WHERE TG_OP = 'DELETE';
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                INSERT INTO term_pending (term, delta)
+                SELECT lexeme, 1 FROM unnest(NEW.tsv)
+                UNION ALL SELECT '', 1 WHERE TG_OP = 'INSERT';
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE FUNCTION memchentic_flush_terms() RETURNS void
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+            WITH moved AS (DELETE FROM term_pending RETURNING term, delta),
+                 sums AS (SELECT term, sum(delta) AS delta FROM moved
+                          GROUP BY term HAVING sum(delta) <> 0)
+            INSERT INTO term_docs AS t (term, docs) SELECT term, delta FROM sums
+            ON CONFLICT (term) DO UPDATE SET docs = t.docs + excluded.docs;
+            DELETE FROM term_docs WHERE docs <= 0;  -- no trace of deleted words
+        END $$;
+        CREATE TRIGGER memories_terms_ai AFTER INSERT ON memories
+            FOR EACH ROW EXECUTE FUNCTION memchentic_count_terms();
+        CREATE TRIGGER memories_terms_ad AFTER DELETE ON memories
+            FOR EACH ROW EXECUTE FUNCTION memchentic_count_terms();
+        CREATE TRIGGER memories_terms_au AFTER UPDATE OF tsv ON memories
+            FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv)
+            EXECUTE FUNCTION memchentic_count_terms();
+
+        CREATE TABLE edges (
+            id text COLLATE "C" PRIMARY KEY,
+            source text COLLATE "C" NOT NULL,
+            target text COLLATE "C" NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            strength double precision NOT NULL,
+            created_at timestamptz NOT NULL,
+            metadata jsonb NOT NULL DEFAULT '{{}}'
+        );
+        CREATE INDEX ix_edges_source ON edges (source, kind);
+        CREATE INDEX ix_edges_target ON edges (target, kind);
+
+        CREATE TABLE versions (
+            memory_id text COLLATE "C" NOT NULL,
+            version integer NOT NULL,
+            op text NOT NULL,
+            actor text NOT NULL,
+            at timestamptz NOT NULL,
+            changes jsonb NOT NULL,
+            snapshot jsonb,
+            PRIMARY KEY (memory_id, version)
+        );
+
+        CREATE TABLE memory_entities (
+            entity text COLLATE "C" NOT NULL,
+            key bigint NOT NULL REFERENCES memories (key) ON DELETE CASCADE,
+            PRIMARY KEY (entity, key)
+        );
+        CREATE INDEX ix_memory_entities_key ON memory_entities (key);
+        """
+    )
+
+
+def m002_directory(conn: Any) -> None:
+    conn.execute(
+        """
+        CREATE TABLE identities (
+            id text COLLATE "C" PRIMARY KEY,
+            kind text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            created_at timestamptz NOT NULL,
+            UNIQUE (kind, name)
+        );
+        CREATE TABLE teams (
+            id text COLLATE "C" NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            created_at timestamptz NOT NULL,
+            PRIMARY KEY (kind, id),
+            UNIQUE (kind, name)
+        );
+        CREATE TABLE memberships (
+            team_kind text COLLATE "C" NOT NULL,
+            team_id text COLLATE "C" NOT NULL,
+            identity_id text COLLATE "C" NOT NULL,
+            role text COLLATE "C" NOT NULL,
+            active boolean NOT NULL DEFAULT true,
+            PRIMARY KEY (team_kind, team_id, identity_id)
+        );
+        CREATE INDEX ix_memberships_identity ON memberships (identity_id);
+        CREATE TABLE grants (
+            id text COLLATE "C" PRIMARY KEY,
+            namespace text COLLATE "C" NOT NULL,
+            grantee text COLLATE "C" NOT NULL,
+            created_at timestamptz NOT NULL,
+            UNIQUE (namespace, grantee)
+        );
+        CREATE INDEX ix_grants_grantee ON grants (grantee);
+        """
+    )
+
+
+def m003_events_and_turns(conn: Any) -> None:
+    conn.execute(
+        """
+        CREATE TABLE events (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text COLLATE "C" NOT NULL UNIQUE,
+            type text COLLATE "C" NOT NULL,
+            at timestamptz NOT NULL,
+            actor text NOT NULL,
+            namespace text COLLATE "C",
+            memory_id text COLLATE "C",
+            payload jsonb NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ix_events_at ON events (at);
+        CREATE TABLE turns (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id text COLLATE "C" NOT NULL UNIQUE,
+            session_id text COLLATE "C" NOT NULL,
+            namespace text COLLATE "C" NOT NULL,
+            role text NOT NULL,
+            content text NOT NULL,
+            at timestamptz NOT NULL,
+            metadata jsonb NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX ix_turns_session ON turns (session_id, seq);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[Any], None]] = [
+    m001_initial,
+    m002_directory,
+    m003_events_and_turns,
+]
+
+
+def migrate(conn: Any, lock_key: int) -> int:
+    """Apply the missing migrations on an autocommit connection whose search path
+    starts with the store's schema. Each step commits with its record in
+    ``schema_migrations``; a session advisory lock on ``lock_key`` keeps two
+    processes from running the same step. Returns the schema version."""
+    conn.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for number, step in enumerate(MIGRATIONS, start=1):
+            if number in done:
+                continue
+            with conn.transaction():
+                step(conn)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                    (number, step.__name__, utcnow()),
+                )
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (lock_key,))
+    return len(MIGRATIONS)

@@ -1,0 +1,371 @@
+"""The PostgreSQL store: many stateless processes share one server database.
+
+Rows in ``memories`` (``timestamptz``, ``jsonb`` tags, entities and metadata, a
+``tsvector`` for keywords), vectors in ``memory_vectors`` with a pgvector HNSW
+index (cosine), document frequencies kept by a trigger in ``term_docs``. See
+``postgres_connect`` for how a store is opened and how writers are serialised,
+``postgres_search`` for the candidate stages, and ``migrations/postgres.py`` for
+the schema.
+
+Open one with ``Memory(store="postgresql://user@host/db?schema=team_a")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from ..record import Edge, MemoryRecord, Version
+from .base import MemoryFilter, Store, StoreStats
+from .postgres_check import PostgresCheck
+from .postgres_connect import open_location
+from .postgres_directory import PostgresDirectory
+from .postgres_extra import PostgresExtras
+from .postgres_rows import (
+    COLUMNS,
+    EDGE_COLUMNS,
+    SELECT_COLUMNS,
+    VERSION_COLUMNS,
+    jsonb,
+    record_params,
+    row_to_edge,
+    row_to_record,
+    row_to_version,
+    tsv_params,
+    where,
+)
+from .postgres_search import PostgresSearch
+
+_ENTITY_SQL = "SELECT unnest(%s::text[])"
+
+
+def _entity_names(entities: Sequence[str]) -> list[str]:
+    """Entity names as the index keeps them (trimmed, lower-case, once each)."""
+    return sorted({e.strip().lower() for e in entities if e.strip()})
+
+
+class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresCheck, Store):
+    """A memchentic store in one schema of a PostgreSQL database (pgvector required)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        common_term_docs: int = 20000,
+        common_window: int = 5000,
+        exact_vector_rows: int = 20000,
+        title_weight: float = 3.0,
+    ) -> None:
+        self.common_term_docs = common_term_docs
+        self.common_window = common_window
+        self.exact_vector_rows = exact_vector_rows
+        self.title_weight = title_weight
+        self._stem_cache = {}
+        location = open_location(url)
+        self.location = location.display
+        self._connect(location)
+
+    def _tsv_sql(self) -> str:
+        cfg = f"'{self._ts_config_literal}'"
+        return (
+            f"setweight(to_tsvector({cfg}, %s), 'A') || setweight(to_tsvector({cfg}, %s), 'B') "
+            f"|| setweight(to_tsvector({cfg}, %s), 'C')"
+        )
+
+    # --- metadata -------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._row("SELECT value FROM meta WHERE key = %s", (key,))
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a metadata value; ``embedding_dimension`` also (re)builds the vector index."""
+        with self.write():
+            self._run(
+                "INSERT INTO meta (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+            if key == "embedding_dimension":
+                self._ensure_vector_index(int(value))
+
+    def schema_version(self) -> int:
+        return int(self._row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0])
+
+    # --- memories -------------------------------------------------------------------
+    def insert(self, record: MemoryRecord, vector: np.ndarray) -> None:
+        with self.write():
+            self._rows_changed()
+            # One round trip: the row, its vector and its entities.
+            self._run(
+                f"WITH m AS (INSERT INTO memories ({', '.join(COLUMNS)}, tsv) "
+                f"VALUES ({', '.join(['%s'] * len(COLUMNS))}, {self._tsv_sql()}) RETURNING key), "
+                f"v AS (INSERT INTO memory_vectors (key, embedding) SELECT key, %s FROM m) "
+                f"INSERT INTO memory_entities (entity, key) SELECT e, m.key FROM m, "
+                f"({_ENTITY_SQL}) AS names (e)",
+                (*record_params(record), *tsv_params(record),
+                 np.asarray(vector, dtype=np.float32), _entity_names(record.entities)),
+            )  # fmt: skip
+
+    def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
+        assignments = ", ".join(f"{c} = %s" for c in COLUMNS[1:])
+        with self.write(), self.connection() as conn:
+            self._rows_changed()
+            row = conn.execute(
+                f"UPDATE memories SET {assignments}, tsv = {self._tsv_sql()} "
+                f"WHERE id = %s RETURNING key",
+                (*record_params(record)[1:], *tsv_params(record), record.id),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"cannot update a missing memory: {record.id}")
+            if vector is not None:
+                conn.execute(
+                    "UPDATE memory_vectors SET embedding = %s WHERE key = %s",
+                    (np.asarray(vector, dtype=np.float32), row[0]),
+                )
+            conn.execute("DELETE FROM memory_entities WHERE key = %s", (row[0],))
+            conn.execute(
+                "INSERT INTO memory_entities (entity, key) "
+                f"SELECT e, %s FROM ({_ENTITY_SQL}) n (e)",
+                (row[0], _entity_names(record.entities)),
+            )
+
+    def delete(self, memory_id: str) -> bool:
+        with self.write(), self.connection() as conn:
+            self._rows_changed()
+            # The vector and the entities go with the row (ON DELETE CASCADE).
+            if conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,)).rowcount == 0:
+                return False
+            conn.execute("DELETE FROM edges WHERE source = %s OR target = %s",
+                         (memory_id, memory_id))  # fmt: skip
+            conn.execute(
+                "UPDATE memories SET superseded_by = NULL WHERE superseded_by = %s", (memory_id,)
+            )
+        return True
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        row = self._row(f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = %s", (memory_id,))
+        return row_to_record(row) if row else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ANY(%s)",
+            (list(dict.fromkeys(ids)),),
+        )
+        return {r.id: r for r in map(row_to_record, rows)}
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.key = m.key "
+            "WHERE m.id = ANY(%s)",
+            (list(dict.fromkeys(ids)),),
+            binary=True,
+        )
+        return dict(rows)
+
+    def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None:
+        row = self._row(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.namespace = %s AND m.slot_key = %s",
+            (namespace, slot_key),
+        )
+        return row_to_record(row) if row else None
+
+    def list_memories(
+        self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
+    ) -> list[MemoryRecord]:
+        cond, params = where(flt)
+        order = "DESC" if newest_first else "ASC"
+        rows = self._rows(
+            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {cond} "
+            f"ORDER BY m.created_at {order}, m.id {order} LIMIT %s OFFSET %s",
+            (*params, limit, offset),
+        )
+        return [row_to_record(r) for r in rows]
+
+    def count(self, flt: MemoryFilter) -> int:
+        cond, params = where(flt)
+        return int(self._row(f"SELECT count(*) FROM memories m WHERE {cond}", params)[0])
+
+    def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
+        if not updates:
+            return
+        self._write_alone(
+            "UPDATE memories SET recall_count = %s, last_recalled_at = %s, expires_at = %s "
+            "WHERE id = %s",
+            [(count, at, exp, mid) for mid, count, at, exp in updates],
+        )
+
+    # --- graph, versions, entities ----------------------------------------------------
+    def add_edge(self, edge: Edge) -> None:
+        with self.write():
+            self._run(
+                f"INSERT INTO edges ({EDGE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (edge.id, edge.source, edge.target, edge.kind, edge.strength, edge.created_at,
+                 jsonb(edge.metadata)),
+            )  # fmt: skip
+            if edge.kind == "supersedes":
+                self._run(
+                    "UPDATE memories SET superseded_by = %s WHERE id = %s",
+                    (edge.source, edge.target),
+                )
+
+    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]:
+        sql = f"SELECT {EDGE_COLUMNS} FROM edges WHERE (source = %s OR target = %s)"
+        params: list[Any] = [memory_id, memory_id]
+        if kind is not None:
+            sql += " AND kind = %s"
+            params.append(kind)
+        return [row_to_edge(r) for r in self._rows(sql + " ORDER BY created_at, id", params)]
+
+    def delete_edge(self, edge_id: str) -> bool:
+        with self.write():
+            row = self._row("DELETE FROM edges WHERE id = %s RETURNING source, target, kind",
+                            (edge_id,))  # fmt: skip
+            if row is None:
+                return False
+            if row[2] == "supersedes":
+                self._run(
+                    "UPDATE memories SET superseded_by = NULL WHERE id = %s AND superseded_by = %s",
+                    (row[1], row[0]),
+                )
+        return True
+
+    def add_version(self, version: Version) -> None:
+        self._run(
+            f"INSERT INTO versions ({VERSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (version.memory_id, version.version, version.op, version.actor, version.at,
+             jsonb(version.changes, "changes"),
+             jsonb(version.snapshot, "snapshot") if version.snapshot else None),
+        )  # fmt: skip
+
+    def versions(self, memory_id: str) -> list[Version]:
+        rows = self._rows(
+            f"SELECT {VERSION_COLUMNS} FROM versions WHERE memory_id = %s ORDER BY version",
+            (memory_id,),
+        )
+        return [row_to_version(r) for r in rows]
+
+    def next_version(self, memory_id: str) -> int:
+        row = self._row(
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE memory_id = %s", (memory_id,)
+        )
+        return int(row[0])
+
+    def purge_versions(self, memory_id: str) -> None:
+        """Drop a memory's versions (their snapshots hold its content)."""
+        self._run("DELETE FROM versions WHERE memory_id = %s", (memory_id,))
+
+    def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:
+        cond, params = where(flt)
+        rows = self._rows(
+            f"SELECT {SELECT_COLUMNS} FROM memory_entities e JOIN memories m ON m.key = e.key "
+            f"WHERE e.entity = %s AND {cond} ORDER BY m.created_at DESC, m.id DESC LIMIT %s",
+            (entity.strip().lower(), *params, limit),
+        )
+        return [row_to_record(r) for r in rows]
+
+    def entity_counts(self, flt: MemoryFilter) -> dict[str, int]:
+        cond, params = where(flt)
+        rows = self._rows(
+            f"SELECT e.entity, count(*) FROM memory_entities e JOIN memories m "
+            f"ON m.key = e.key WHERE {cond} GROUP BY e.entity ORDER BY 2 DESC, 1",
+            params,
+        )
+        return {entity: int(n) for entity, n in rows}
+
+    # --- maintenance ----------------------------------------------------------------
+    def stats(self, flt: MemoryFilter) -> StoreStats:
+        cond, params = where(flt)
+        everything = MemoryFilter(
+            namespaces=flt.namespaces, include_expired=True, include_superseded=True
+        )
+        all_cond, all_params = where(everything)
+        expired_sql = "count(*) FILTER (WHERE m.expires_at <= %s)" if flt.now else "0"
+        counts = self._row(
+            f"SELECT count(*), {expired_sql}, count(*) FILTER (WHERE m.superseded_by IS NOT NULL),"
+            f" count(v.key) FROM memories m LEFT JOIN memory_vectors v ON v.key = m.key "
+            f"WHERE {all_cond}",
+            ([flt.now] if flt.now else []) + all_params,
+        )
+        edges, versions = self._row(
+            f"SELECT (SELECT count(*) FROM edges WHERE source IN "
+            f"(SELECT m.id FROM memories m WHERE {all_cond})), "
+            f"(SELECT count(*) FROM versions WHERE memory_id IN "
+            f"(SELECT m.id FROM memories m WHERE {all_cond}))",
+            all_params + all_params,
+        )
+
+        def grouped(column: str) -> dict[str, int]:
+            rows = self._rows(
+                f"SELECT m.{column}, count(*) FROM memories m WHERE {cond} GROUP BY 1", params
+            )
+            return {str(k): int(n) for k, n in rows}
+
+        size = 0
+        if flt.namespaces is None:
+            size = int(
+                self._row(
+                    "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                    "WHERE c.relnamespace = %s::regnamespace AND c.relkind IN ('r', 'm')",
+                    (f'"{self._pg.schema}"',),
+                )[0]
+            )
+        model, dim = self.get_meta("embedding_model"), self.get_meta("embedding_dimension")
+        return StoreStats(
+            memories=int(counts[0]),
+            live=self.count(flt),
+            expired=int(counts[1]),
+            superseded=int(counts[2]),
+            edges=int(edges),
+            versions=int(versions),
+            vectors=int(counts[3]),
+            by_namespace=grouped("namespace"),
+            by_type=grouped("type"),
+            by_kind=grouped("kind"),
+            size_bytes=size,
+            schema_version=self.schema_version(),
+            embedder=f"{model}:{dim}" if model else None,
+        )
+
+    def iter_memories(self, flt: MemoryFilter, batch: int = 500) -> Iterator[MemoryRecord]:
+        cond, params = where(flt)
+        last = 0
+        while True:
+            rows = self._rows(
+                f"SELECT m.key, {SELECT_COLUMNS} FROM memories m WHERE m.key > %s AND {cond} "
+                f"ORDER BY m.key LIMIT %s",
+                (last, *params, batch),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield row_to_record(row[1:])
+            last = rows[-1][0]
+
+    def iter_edges(self) -> Iterator[Edge]:
+        rows = self._rows(f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY created_at, id")
+        yield from (row_to_edge(r) for r in rows)
+
+    def iter_versions(self) -> Iterator[Version]:
+        rows = self._rows(f"SELECT {VERSION_COLUMNS} FROM versions ORDER BY memory_id, version")
+        yield from (row_to_version(r) for r in rows)
+
+    def gc_candidates(
+        self, expired_before: datetime, decay_cutoff: datetime | None
+    ) -> list[MemoryRecord]:
+        sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.expires_at <= %s"
+        params: list[Any] = [expired_before]
+        if decay_cutoff is not None:
+            sql += (
+                " OR (m.expires_at IS NOT NULL AND NOT m.pinned AND "
+                "GREATEST(m.updated_at, m.last_recalled_at) <= %s)"
+            )
+            params.append(decay_cutoff)
+        return [row_to_record(r) for r in self._rows(sql, params)]

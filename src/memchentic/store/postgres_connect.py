@@ -1,0 +1,347 @@
+"""Opening a PostgreSQL store: the URL, the pgvector extension, the schema, the
+migrations, and the connection pool with its write transactions.
+
+A store lives in one schema of one database: ``postgresql://host/db`` uses the
+connection's current schema (usually ``public``), ``postgresql://host/db?schema=team_a``
+its own schema (created when missing), so one database can hold several stores.
+
+Concurrency: :meth:`PgConnections.write` opens a transaction on a pooled
+connection, held by the calling thread until it ends, and takes a transaction
+advisory lock on the store first, so check-then-write sequences of every
+thread and process are serialised (as ``BEGIN IMMEDIATE`` does for SQLite);
+nested ``write()`` calls of that thread join the open transaction. Reads outside
+a write take any pooled connection (autocommit: each statement sees the latest
+committed state).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.adapt import AdaptersMap, Dumper, Loader
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
+from psycopg_pool import ConnectionPool
+
+from ..errors import NotAStoreError, StoreError, ValidationError
+from .migrations.postgres import TS_CONFIG, migrate
+
+APP_ID = "memchentic"
+#: Connections one process keeps at most (``?pool_max=N`` in the URL overrides).
+POOL_MAX = 10
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: ``hnsw.ef_search`` of every connection (larger searches raise it for one query).
+EF_SEARCH_DEFAULT = 128
+#: Serialises ``CREATE EXTENSION vector`` of stores in different schemas.
+_EXTENSION_LOCK = "memchentic:extension"
+
+
+def lock_key(*parts: str) -> int:
+    """A stable signed 64-bit advisory lock key for ``parts``."""
+    digest = hashlib.blake2b(":".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# --- vectors as numpy arrays (pgvector's binary format: dim, unused, float32 BE) ---
+class _VectorDumper(Dumper):
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        arr = np.asarray(obj, dtype=">f4").reshape(-1)
+        return struct.pack(">HH", arr.size, 0) + arr.tobytes()
+
+
+class _VectorLoader(Loader):
+    format = Format.BINARY
+
+    def load(self, data: Any) -> np.ndarray:
+        return np.frombuffer(bytes(data)[4:], dtype=">f4").astype(np.float32)
+
+
+class _VectorTextLoader(Loader):
+    format = Format.TEXT
+
+    def load(self, data: Any) -> np.ndarray:
+        text = bytes(data).decode()[1:-1]
+        return np.array(text.split(",") if text else [], dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class PgLocation:
+    """Where a store lives, learnt while opening it."""
+
+    #: The URL as shown to people (password masked).
+    display: str
+    #: What the pool connects with (search path and time zone set).
+    conninfo: str
+    schema: str
+    pool_max: int
+    vector_oid: int
+    #: pgvector 0.8+: filtered HNSW scans continue until enough rows pass.
+    iterative_scan: bool
+
+    @property
+    def ts_config(self) -> str:
+        return f'"{self.schema}".{TS_CONFIG}'
+
+
+def _quoted(name: str) -> str:
+    return name if _SCHEMA_NAME.fullmatch(name) else '"' + name.replace('"', '""') + '"'
+
+
+def _split_url(url: str) -> tuple[str, str | None, int, str]:
+    """(libpq URL, schema, pool size, display URL) from a store URL."""
+    parts = urlsplit(url)
+    query: list[tuple[str, str]] = []
+    schema: str | None = None
+    pool_max = POOL_MAX
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "schema":
+            if not _SCHEMA_NAME.fullmatch(value):
+                raise ValidationError(
+                    "store", "schema must be a lower-case SQL name (letters, digits, '_')"
+                )
+            schema = value
+        elif key == "pool_max":
+            if not value.isdigit() or int(value) < 1:
+                raise ValidationError("store", "pool_max must be a positive integer")
+            pool_max = int(value)
+        else:
+            query.append((key, value))
+    libpq = urlunsplit(parts._replace(query=urlencode(query)))
+    netloc = parts.netloc
+    if parts.password:
+        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
+    display = urlunsplit(parts._replace(netloc=netloc))
+    return libpq, schema, pool_max, display
+
+
+def _ensure_extension(conn: psycopg.Connection[Any]) -> tuple[str, str]:
+    """pgvector's schema and version, creating the extension when missing."""
+    sql = (
+        "SELECT n.nspname, e.extversion FROM pg_extension e "
+        "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+    )
+    row = conn.execute(sql).fetchone()
+    if row is None:
+        key = lock_key(_EXTENSION_LOCK)
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except pg_errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                "the pgvector extension is not installed in this database: run "
+                "`CREATE EXTENSION vector` as a superuser, then open the store again"
+            ) from exc
+        except (pg_errors.FeatureNotSupported, pg_errors.UndefinedFile) as exc:
+            raise StoreError(f"the server has no pgvector extension ({exc})") from exc
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        row = conn.execute(sql).fetchone()
+        assert row is not None
+    return str(row[0]), str(row[1])
+
+
+def _check_is_store(conn: psycopg.Connection[Any], schema: str, display: str) -> None:
+    tables = {
+        r[0]
+        for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))
+    }
+    if tables and "meta" not in tables:
+        raise NotAStoreError(
+            f"{display} is not a memchentic store (schema {schema} holds other tables; "
+            "choose another with ?schema=NAME)"
+        )
+    if "meta" in tables:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'app'").fetchone()
+        if row is not None and row[0] != APP_ID:
+            raise NotAStoreError(f"{display} is not a memchentic store")
+
+
+def open_location(url: str) -> PgLocation:
+    """Connect once: ensure pgvector, the schema and the migrations; learn the rest."""
+    libpq, schema, pool_max, display = _split_url(url)
+    try:
+        conn = psycopg.connect(libpq, autocommit=True, connect_timeout=30)
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"cannot connect to {display}: {str(exc).strip()}") from exc
+    with conn:
+        ext_schema, ext_version = _ensure_extension(conn)
+        if schema is None:
+            row = conn.execute("SELECT current_schema()").fetchone()
+            if row is None or row[0] is None:
+                raise StoreError(f"{display}: no schema to use; add ?schema=NAME to the URL")
+            schema = str(row[0])
+        else:
+            key = lock_key(APP_ID, schema, "migrate")
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            try:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        search_path = f'"{schema}", "{ext_schema}"' if ext_schema != schema else f'"{schema}"'
+        conn.execute(f"SET search_path TO {search_path}")
+        _check_is_store(conn, schema, display)
+        migrate(conn, lock_key(APP_ID, schema, "migrate"))
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('app', %s) ON CONFLICT (key) DO NOTHING",
+            (APP_ID,),
+        )
+        info = TypeInfo.fetch(conn, "vector")
+        assert info is not None
+    major, minor = (int(x) for x in ext_version.split(".")[:2])
+    iterative = (major, minor) >= (0, 8)
+    # Session settings of every pooled connection: the store's schema first, UTC
+    # timestamps, and the HNSW search effort (an iterative scan on pgvector 0.8+, so
+    # filtered searches keep walking the graph until enough rows pass).
+    settings = [
+        "search_path=" + ",".join(_quoted(n) for n in dict.fromkeys([schema, ext_schema])),
+        "TimeZone=UTC",
+        f"hnsw.ef_search={EF_SEARCH_DEFAULT}",
+    ]
+    if iterative:
+        settings.append("hnsw.iterative_scan=relaxed_order")
+    options = str(conninfo_to_dict(libpq).get("options") or "")
+    conninfo = make_conninfo(
+        libpq,
+        options=" ".join([options, *(f"-c {s}" for s in settings)]).strip(),
+        application_name="memchentic",
+    )
+    return PgLocation(display, conninfo, schema, pool_max, info.oid, iterative)
+
+
+class PgConnections:
+    """The pool, this thread's write transaction, and small query helpers."""
+
+    _pg: PgLocation
+    _pool: ConnectionPool
+    _local: threading.local
+    _closed: bool
+    _write_key: int
+
+    def _connect(self, location: PgLocation) -> None:
+        self._pg = location
+        self._local = threading.local()
+        self._closed = False
+        self._write_key = lock_key(APP_ID, location.schema, "write")
+        adapters = AdaptersMap(psycopg.adapters)
+        adapters.register_dumper(np.ndarray, type("VectorDumper", (_VectorDumper,),
+                                                  {"oid": location.vector_oid}))  # fmt: skip
+        adapters.register_loader(location.vector_oid, _VectorLoader)
+        adapters.register_loader(location.vector_oid, _VectorTextLoader)
+        self._pool = ConnectionPool(
+            location.conninfo,
+            min_size=1,
+            max_size=location.pool_max,
+            kwargs={"autocommit": True, "context": adapters},
+            num_workers=1,
+            name=f"memchentic:{location.schema}",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=30.0)
+        except psycopg.Error as exc:
+            self._pool.close()
+            raise StoreError(f"cannot connect to {location.display}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.close(timeout=5.0)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """This thread's write transaction's connection, else a pooled one."""
+        tx = getattr(self._local, "tx", None)
+        if tx is not None:
+            yield tx
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A write transaction that excludes every other writer of this store."""
+        if getattr(self._local, "tx", None) is not None:  # nested: join the open one
+            yield
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool.connection() as conn:
+            self._local.tx = conn
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
+                    self._local.rows_changed = False
+                    yield
+                    if self._local.rows_changed:  # fold in their keyword statistics
+                        conn.execute("SELECT memchentic_flush_terms()")
+            finally:
+                self._local.tx = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads of this thread inside the block see one committed state (a
+        ``REPEATABLE READ, READ ONLY`` transaction); writers are not held up."""
+        if getattr(self._local, "tx", None) is not None:
+            yield
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool.connection() as conn:
+            self._local.tx = conn
+            try:
+                with conn.transaction():
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield
+            finally:
+                self._local.tx = None
+
+    def _rows_changed(self) -> None:
+        """Note, inside a write, that memory rows (so keyword statistics) changed."""
+        self._local.rows_changed = True
+
+    def _rows(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
+        with self.connection() as conn:
+            return conn.execute(sql, params, binary=binary).fetchall()
+
+    def _row(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self.connection() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _write_alone(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` once per parameter row, as a write: inside this thread's open
+        write transaction, else in a locked transaction of its own sent in one round
+        trip (pipeline mode: begin, lock, statements and commit travel together).
+        For small writes whose result nobody reads (events, turns, recall counts)."""
+        tx = getattr(self._local, "tx", None)
+        if tx is not None:
+            with tx.cursor() as cur:
+                cur.executemany(sql, rows)
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
+            with conn.cursor() as cur:
+                cur.executemany(sql, rows)
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute a statement inside a write; the number of rows it changed."""
+        with self.write(), self.connection() as conn:
+            return conn.execute(sql, params).rowcount

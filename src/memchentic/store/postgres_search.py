@@ -1,0 +1,347 @@
+"""Candidates from PostgreSQL: vectors with pgvector (HNSW, cosine) and keywords
+with ``tsvector`` (title weight A, body B, tags C).
+
+Vectors: a store of at most :data:`EXACT_SCAN_MAX` rows is scanned exactly, and
+so are the visible rows of an ``isolated`` filter when few (no dependence on rows
+the filter hides). Above, the query orders by the HNSW operator: the planner uses
+the index (``hnsw.ef_search`` raised to the over-fetch; on pgvector 0.8+ an
+iterative scan, so filters still fill ``k``) or, for a selective filter, that
+filter's index and an exact sort. The final candidates are re-scored from the
+stored float32 vectors, exactly as the SQLite store does.
+
+Keywords: every query word is looked up as the index tokenises it (never parsed
+as query syntax), and rows are ranked by the sum over words of
+``idf(word) x ts_rank(weights, tsv, word)``, a BM25-like score that uses only the
+document itself plus document frequencies (of the visible rows when the filter
+is ``isolated``). Common words follow the SQLite store's budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..retrieval.signals import idf
+from ..retrieval.text import query_words
+from .base import MemoryFilter
+from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
+from .postgres_rows import where
+
+#: HNSW graph degree and build effort (pgvector's defaults).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+#: Largest ``hnsw.ef_search`` (pgvector's cap); a search fetching more than the
+#: connection's ``EF_SEARCH_DEFAULT`` rows raises it to the fetch for that query.
+EF_SEARCH_MAX = 1000
+#: Most rows scanned exactly. A distance scan in the server costs about a
+#: microsecond a row (SQLite's in-process matrix is far cheaper, so its limit,
+#: ``SEARCH_EXACT_VECTOR_ROWS``, applies here only when it is smaller).
+EXACT_SCAN_MAX = 1000
+#: Most rows a keyword query ranks (``SEARCH_COMMON_WINDOW`` when smaller): the
+#: rarest words are kept while their matches add up to this, and a query of only
+#: words more common ranks their newest this-many matches.
+RANK_ROWS_MAX = 2000
+#: Seconds the index dimension and row count are reused (see ``_vector_state``).
+STATE_TTL_S = 1.0
+_STEM_CACHE_MAX = 100_000
+
+
+def _tsquery_word(terms: Sequence[str]) -> str:
+    """A word's index terms as tsquery text: quoted lexemes, never operators."""
+    quoted = ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms]
+    return quoted[0] if len(quoted) == 1 else "(" + " & ".join(quoted) + ")"
+
+
+class PostgresSearch(PgConnections):
+    """Mixin for :class:`~memchentic.store.postgres.PostgresStore`."""
+
+    common_term_docs: int
+    common_window: int
+    exact_vector_rows: int
+    title_weight: float
+    _stem_cache: dict[str, tuple[str, ...]]
+    _state_cache: tuple[float, int | None, int] | None = None
+
+    # --- the vector index -------------------------------------------------------------
+    def _index_dimension(self) -> int | None:
+        row = self._row("SELECT value FROM meta WHERE key = 'vector_index_dimension'")
+        return int(row[0]) if row else None
+
+    def _ensure_vector_index(self, dimension: int) -> None:
+        """An HNSW index for vectors of ``dimension`` (replacing one of another)."""
+        self._state_cache = None
+        with self.write(), self.connection() as conn:
+            if self._index_dimension() == dimension:
+                return
+            conn.execute("DROP INDEX IF EXISTS ix_vectors_hnsw")
+            conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+            # Partial: only vectors of this dimension are cast and indexed (others, such
+            # as the row versions a reindex just replaced, are skipped, never an error).
+            dim = int(dimension)
+            conn.execute(
+                f"CREATE INDEX ix_vectors_hnsw ON memory_vectors USING hnsw "
+                f"((embedding::vector({dim})) vector_cosine_ops) "
+                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+                f"WHERE vector_dims(embedding) = {dim}"
+            )
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('vector_index_dimension', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(dimension),),
+            )
+
+    def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        if not vectors:
+            return
+        rows = [(np.asarray(v, dtype=np.float32), mid) for mid, v in vectors.items()]
+        self._state_cache = None
+        with self.write(), self.connection() as conn:
+            current = self._index_dimension()
+            if current is not None and any(v.size != current for v, _ in rows):
+                # Another model: drop the index now, set_meta builds the new one.
+                conn.execute("DROP INDEX IF EXISTS ix_vectors_hnsw")
+                conn.execute("DELETE FROM meta WHERE key = 'vector_index_dimension'")
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE memory_vectors v SET embedding = %s FROM memories m "
+                    "WHERE v.key = m.key AND m.id = %s",
+                    rows,
+                )
+
+    # --- vector candidates --------------------------------------------------------------
+    def _vector_state(self) -> tuple[int | None, int]:
+        """(the vector index's dimension, the row count), read at most once a second:
+        they choose between the index and an exact scan, where a moment's staleness
+        costs nothing (this process's own index changes reset it at once)."""
+        now = time.monotonic()
+        cached = self._state_cache
+        if cached is not None and now - cached[0] < STATE_TTL_S:
+            return cached[1], cached[2]
+        row = self._row(
+            "SELECT (SELECT value FROM meta WHERE key = 'vector_index_dimension'), "
+            "COALESCE((SELECT docs FROM term_docs WHERE term = ''), 0)"
+        )
+        dimension = int(row[0]) if row[0] is not None else None
+        self._state_cache = (now, dimension, int(row[1]))
+        return dimension, int(row[1])
+
+    def vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[tuple[str, float]]:
+        if k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        dimension, total = self._vector_state()
+        exact_rows = min(self.exact_vector_rows, EXACT_SCAN_MAX)
+        cond, params = where(flt)
+        fetch = k + max(8, k // 4)
+        if dimension != query.size or total <= exact_rows:
+            return self._rescore(query, self._exact(query, fetch, cond, params), k)
+        if flt.isolated and not flt.is_unrestricted():
+            # Untrusted callers: the answer must not depend on rows they cannot see,
+            # which a graph walk through those rows would; scan few visible rows exactly.
+            visible = self._row(
+                f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {cond} LIMIT %s) s",
+                (*params, exact_rows + 1),
+            )[0]
+            if visible <= exact_rows:
+                return self._rescore(query, self._exact(query, fetch, cond, params), k)
+        # The planner picks the HNSW index, or for a selective filter the filter's own
+        # index and an exact sort of the few rows that pass.
+        found = self._approximate(query, dimension, fetch, cond, params)
+        if len(found) < k:  # the graph ran dry before k rows passed: scan exactly
+            found = self._exact(query, fetch, cond, params)
+        return self._rescore(query, found, k)
+
+    def _exact(
+        self, query: np.ndarray, fetch: int, cond: str, params: list[Any]
+    ) -> list[tuple[str, np.ndarray]]:
+        # An untyped ``embedding <=> q``: the index (on a cast) cannot serve it.
+        return self._rows(
+            f"SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.key = m.key "
+            f"WHERE {cond} ORDER BY v.embedding <=> %s, m.id LIMIT %s",
+            (*params, query, fetch),
+            binary=True,
+        )
+
+    def _approximate(
+        self, query: np.ndarray, dimension: int, fetch: int, cond: str, params: list[Any]
+    ) -> list[tuple[str, np.ndarray]]:
+        cast = f"vector({int(dimension)})"
+        sql = (
+            f"SELECT m.id, v.embedding FROM memory_vectors v JOIN memories m ON m.key = v.key "
+            f"WHERE {cond} AND vector_dims(v.embedding) = {int(dimension)} "
+            f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
+        )
+        args = (*params, query, fetch)
+        with self.connection() as conn:
+            if fetch <= EF_SEARCH_DEFAULT:  # the connection's own setting suffices
+                return conn.execute(sql, args, binary=True).fetchall()
+            with conn.transaction():  # a wider search for this query only
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true)",
+                    (str(min(EF_SEARCH_MAX, fetch)),),
+                )
+                return conn.execute(sql, args, binary=True).fetchall()
+
+    @staticmethod
+    def _rescore(
+        query: np.ndarray, found: list[tuple[str, np.ndarray]], k: int
+    ) -> list[tuple[str, float]]:
+        """Exact float32 cosine for the final candidates, best first (as SQLite does)."""
+        if not found:
+            return []
+        qnorm = float(np.linalg.norm(query)) or 1.0
+        matrix = np.stack([vec for _, vec in found]).astype(np.float32)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        sims = ((matrix @ query) / (norms * qnorm)).tolist()
+        scored = [(memory_id, sim) for (memory_id, _), sim in zip(found, sims, strict=True)]
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[:k]
+
+    # --- keywords -----------------------------------------------------------------------
+    def index_terms(self, text: str) -> list[str]:
+        words = query_words(text, max_words=10_000)
+        return [term for _, term in self._stems(words)]
+
+    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
+        """(word, index term) pairs, tokenised exactly as the keyword index does
+        (each word's terms are remembered: the configuration never changes)."""
+        if not words:
+            return []
+        cache = self._stem_cache
+        if len(cache) > _STEM_CACHE_MAX:
+            cache.clear()
+        # a local view: another thread may clear the shared cache meanwhile
+        known = {w: terms for w in words if (terms := cache.get(w)) is not None}
+        todo = list(dict.fromkeys(w for w in words if w not in known))
+        if todo:
+            found: dict[str, list[str]] = {w: [] for w in todo}
+            rows = self._rows(
+                f"SELECT w.i, t.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w (word, i) "
+                f"CROSS JOIN LATERAL unnest(to_tsvector('{self._ts_config_literal}', w.word)) t "
+                f"ORDER BY w.i, t.positions[1]",
+                (todo,),
+            )
+            for i, lexeme in rows:
+                found[todo[i - 1]].append(lexeme)
+            for word, lexemes in found.items():
+                known[word] = cache[word] = tuple(lexemes)
+        return [(word, term) for word in words for term in known[word]]
+
+    @property
+    def _ts_config_literal(self) -> str:
+        return self._pg.ts_config.replace("'", "''")
+
+    def _doc_freqs(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Document frequency of each term (those in some memory) and the row count."""
+        rows = self._rows("SELECT term, docs FROM term_docs WHERE term = ANY(%s)", (["", *terms],))
+        freqs = {term: int(docs) for term, docs in rows if docs > 0}
+        return {t: n for t, n in freqs.items() if t}, freqs.get("", 0)
+
+    def _visible_stats(
+        self, terms: Sequence[str], cond: str, params: list[Any]
+    ) -> tuple[dict[str, int], int]:
+        """Like :meth:`_doc_freqs`, counting only rows that pass the filter."""
+        total = int(self._row(f"SELECT count(*) FROM memories m WHERE {cond}", params)[0])
+        if not terms or not total:
+            return {}, total
+        queries = [_tsquery_word([t]) for t in terms]
+        counts = ", ".join("count(*) FILTER (WHERE m.tsv @@ %s::tsquery)" for _ in terms)
+        row = self._row(
+            f"SELECT {counts} FROM memories m WHERE m.tsv @@ %s::tsquery AND {cond}",
+            (*queries, " | ".join(queries), *params),
+        )
+        return {t: int(n) for t, n in zip(terms, row, strict=True) if n}, total
+
+    def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
+        pairs = self._stems(query_words(query))
+        freqs, total = self._doc_freqs(sorted({t for _, t in pairs}))
+        return pairs, freqs, total
+
+    def _weights(self) -> list[float]:
+        """ts_rank weights {D, C, B, A}: tags (C) and body (B) alike, the title above."""
+        if self.title_weight >= 1.0:
+            body, title = 1.0 / self.title_weight, 1.0
+        else:
+            body, title = 1.0, self.title_weight
+        return [0.0, body, body, title]
+
+    def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+        """Ranked keyword matches, at a cost bounded in large stores (the budget of
+        ``SQLiteStore.keyword_search``: rare words first, common words only alone,
+        and then only over the newest ``common_window`` matches)."""
+        pairs = self._stems(query_words(query))
+        if not pairs or k <= 0:
+            return []
+        cond, params = where(flt)
+        if cond == "FALSE":
+            return []
+        terms = sorted({t for _, t in pairs})
+        if flt.isolated:
+            freqs, total = self._visible_stats(terms, cond, params)
+        else:
+            freqs, total = self._doc_freqs(terms)
+        word_terms: dict[str, list[str]] = {}
+        for word, term in pairs:
+            word_terms.setdefault(word, []).append(term)
+        word_df = {w: min(freqs.get(t, 0) for t in ts) for w, ts in word_terms.items()}
+        present = [w for w, df in word_df.items() if df > 0]
+        if not present:
+            return []
+        rare = [w for w in present if word_df[w] <= self.common_term_docs]
+        words = rare or present
+        window = min(self.common_window, RANK_ROWS_MAX)
+        window_rows = None if rare else window
+        # Ranking costs about a microsecond a matching row in the server, whatever the
+        # store's size: the word budget applies as soon as the matches exceed it, and
+        # the window is at most RANK_ROWS_MAX rows.
+        if sum(word_df[w] for w in words) > window:
+            words, window_rows = self._within_budget(words, word_df, window)
+        queries = {w: _tsquery_word(word_terms[w]) for w in words}
+        match = " | ".join(queries.values())
+        window_sql, window_params = "", []
+        if window_rows is not None:
+            scope = f"AND {cond}" if flt.isolated else ""
+            row = self._row(
+                f"SELECT m.key FROM memories m WHERE m.tsv @@ %s::tsquery {scope} "
+                f"ORDER BY m.key DESC OFFSET %s LIMIT 1",
+                (match, *(params if flt.isolated else []), window_rows - 1),
+            )
+            if row is not None:
+                window_sql, window_params = "AND m.key >= %s", [row[0]]
+        score_sql = " + ".join("%s * ts_rank(%s::real[], m.tsv, %s::tsquery, 1)" for _ in words)
+        weights = self._weights()
+        score_params: list[Any] = []
+        for w in words:
+            score_params += [idf(word_df[w], max(total, 1)), weights, queries[w]]
+        rows = self._rows(
+            f"SELECT m.id, {score_sql} AS score FROM memories m "
+            f"WHERE m.tsv @@ %s::tsquery {window_sql} AND {cond} "
+            f"ORDER BY score DESC, m.key DESC LIMIT %s",
+            (*score_params, match, *window_params, *params, k),
+        )
+        return [(memory_id, float(score)) for memory_id, score in rows]
+
+    def _within_budget(
+        self, words: list[str], word_df: dict[str, int], window: int
+    ) -> tuple[list[str], int | None]:
+        """The rarest words while their rows add up to ``window`` (rank them all), or
+        when the rarest alone matches more, the rarest words while they add up to
+        ``common_term_docs`` with the window size (rank the newest matches)."""
+        ordered = sorted(words, key=lambda w: (word_df[w], w))
+        if word_df[ordered[0]] > window:
+            budget, window_rows = self.common_term_docs, window
+        else:
+            budget, window_rows = window, None
+        chosen, total = [ordered[0]], word_df[ordered[0]]
+        for word in ordered[1:]:
+            if total + word_df[word] > budget:
+                break
+            chosen.append(word)
+            total += word_df[word]
+        return chosen, window_rows

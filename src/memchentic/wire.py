@@ -1,0 +1,126 @@
+"""The library's value types rebuilt from their JSON form (``to_dict``), as the HTTP
+API sends them; and the exception an error answer stands for. Used by
+:class:`~memchentic.client.Client` so a served memory returns the same objects
+(and raises the same errors) as an embedded one."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+from .clock import as_utc
+from .context.model import Context, ContextItem, Section
+from .errors import (
+    AuthError,
+    EmbedderError,
+    EmbedderMismatchError,
+    ForbiddenError,
+    MemchenticError,
+    NamespaceError,
+    NotAStoreError,
+    NotFoundError,
+    ServerError,
+    StoreError,
+    ValidationError,
+)
+from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
+
+_RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
+_RECORD_TIMES = ("created_at", "updated_at", "valid_from", "valid_to", "expires_at",
+                 "last_recalled_at")  # fmt: skip
+
+
+def _time(value: Any) -> datetime:
+    parsed = as_utc(value)
+    if parsed is None:
+        raise ValidationError("time", "missing in the server's answer")
+    return parsed
+
+
+def record(data: dict[str, Any]) -> MemoryRecord:
+    values = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
+    for name in _RECORD_TIMES:
+        values[name] = as_utc(values.get(name), name)
+    return MemoryRecord(**values)
+
+
+def edge(data: dict[str, Any]) -> Edge:
+    return Edge(data["id"], data["source"], data["target"], data["kind"], data["strength"],
+                _time(data["created_at"]), dict(data.get("metadata") or {}))  # fmt: skip
+
+
+def write_result(data: dict[str, Any]) -> WriteResult:
+    memory = data.get("memory")
+    return WriteResult(
+        data["status"], data.get("id"), list(data.get("ids") or []), reason=data.get("reason"),
+        similarity=data.get("similarity"), memory=record(memory) if memory else None,
+        edges=[edge(e) for e in data.get("edges") or []],
+    )  # fmt: skip
+
+
+def hit(data: dict[str, Any]) -> SearchHit:
+    return SearchHit(record(data["memory"]), data["score"], data["text"], data.get("trace"))
+
+
+def version(data: dict[str, Any]) -> Version:
+    return Version(data["memory_id"], data["version"], data["op"], data["actor"],
+                   _time(data["at"]), data.get("changes") or {}, data.get("snapshot"))  # fmt: skip
+
+
+def event(data: dict[str, Any]) -> Event:
+    return Event(data["id"], data["type"], _time(data["at"]), data["actor"], data.get("namespace"),
+                 data.get("memory_id"), data.get("payload") or {})  # fmt: skip
+
+
+def turn(data: dict[str, Any]) -> Turn:
+    return Turn(data["id"], data["session_id"], data["namespace"], data["role"], data["content"],
+                _time(data["at"]), data.get("metadata") or {})  # fmt: skip
+
+
+def context(data: dict[str, Any]) -> Context:
+    def item(d: dict[str, Any]) -> ContextItem:
+        return ContextItem(d["id"], d["text"], d["score"], d["section"], d.get("source", "memory"),
+                           d.get("type"))  # fmt: skip
+
+    sections = [Section(s["name"], s["title"], s["stable"], [item(i) for i in s["items"]])
+                for s in data.get("sections") or []]  # fmt: skip
+    return Context(
+        data.get("query"), data["session_id"], sections,
+        dropped=[item(i) for i in data.get("dropped") or []],
+        budget_tokens=data.get("budget_tokens"), tokenizer=data.get("tokenizer", "estimate"),
+        tokens=data.get("tokens", 0),
+    )  # fmt: skip
+
+
+#: Exception class of each error code of the API; codes not listed become ServerError.
+_SIMPLE: dict[str, type[MemchenticError]] = {
+    "store_error": StoreError,
+    "not_a_store": NotAStoreError,
+    "embedder_mismatch": EmbedderMismatchError,
+    "embedder_error": EmbedderError,
+    "unauthorized": AuthError,
+}
+
+
+def error(status: int, payload: Any) -> MemchenticError:
+    """The exception an error answer stands for (the library's own class when it has one)."""
+    info = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(info, dict):
+        return ServerError(f"HTTP {status}", status=status)
+    code = str(info.get("code", "error"))
+    message = str(info.get("message", f"HTTP {status}"))
+    exc: MemchenticError
+    if code in ("invalid", "invalid_namespace"):
+        cls = NamespaceError if code == "invalid_namespace" else ValidationError
+        field = str(info.get("field", ""))
+        exc = cls(field, str(info.get("rule", message)), message)
+    elif code in ("not_found", "forbidden") and "id" in info:
+        exc = (NotFoundError if code == "not_found" else ForbiddenError)(str(info["id"]))
+        exc.message = message
+        exc.args = (message,)
+    elif code in _SIMPLE:
+        exc = _SIMPLE[code](message)
+    else:
+        exc = ServerError(message, code=code, status=status)
+    return exc
