@@ -25,8 +25,8 @@ def _dict(obj: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class Identity:
-    """A user or an agent. ``id`` is stable (namespaces hold it); ``name`` can change."""
+class _Named:
+    """Something with a stable ``id`` (namespaces hold it) and a ``name`` that can change."""
 
     id: str
     kind: str
@@ -35,7 +35,7 @@ class Identity:
 
     @property
     def namespace(self) -> str:
-        """The identity's private namespace."""
+        """Its namespace: the private one of an identity, the shared one of a team."""
         return f"{self.kind}:{self.id}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,20 +43,13 @@ class Identity:
 
 
 @dataclass(frozen=True, slots=True)
-class Team:
-    """A group ("ring") or an org."""
+class Identity(_Named):
+    """A user or an agent (``kind``: user | agent)."""
 
-    id: str
-    kind: str
-    name: str
-    created_at: datetime
 
-    @property
-    def namespace(self) -> str:
-        return f"{self.kind}:{self.id}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return _dict(self)
+@dataclass(frozen=True, slots=True)
+class Team(_Named):
+    """A group ("ring") or an org (``kind``: group | org)."""
 
 
 @dataclass(frozen=True, slots=True)
