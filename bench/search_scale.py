@@ -34,8 +34,10 @@ is built in a schema ``bench_N`` of that database, dropped afterwards.
 The corpus is synthetic and deterministic (``--seed``): sentence-like texts of
 8-30 words drawn from a Zipf-distributed head vocabulary (so common words sit
 in large fractions of rows) plus a long tail of rare words; 384-dimensional
-unit vectors drawn around ~1000 gaussian centroids (clustered, like real
-embeddings, not uniform noise).
+unit vectors around 1,000 gaussian topic centroids (grouped under super-topics,
+sharing one direction), each topic's rows spread along a few directions of its
+own: clustered with a low intrinsic dimension, like real embeddings, not
+uniform noise (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -156,10 +158,15 @@ class Corpus:
         weights = rng.pareto(1.5, size=CLUSTERS) + 1.0
         assign = rng.choice(CLUSTERS, size=n, p=weights / weights.sum())
         out = np.empty((n, DIM), dtype=np.float32)
-        for start in range(0, n, 65536):
-            stop = min(n, start + 65536)
+        for start in range(0, n, 8192):
+            stop = min(n, start + 8192)
             local = rng.standard_normal((stop - start, LOCAL_DIM), dtype=np.float32)
-            block = np.einsum("nl,nld->nd", local, bases[assign[start:stop]]) * SPREAD
+            block = np.empty((stop - start, DIM), dtype=np.float32)
+            order = np.argsort(assign[start:stop], kind="stable")  # rows of a topic together
+            topics, first = np.unique(assign[start:stop][order], return_index=True)
+            for topic, rows in zip(topics, np.split(order, first[1:]), strict=True):
+                block[rows] = local[rows] @ bases[topic]
+            block *= SPREAD
             iso = rng.standard_normal((stop - start, DIM), dtype=np.float32)
             block += iso * (NOISE / np.sqrt(DIM))
             block += centroids[assign[start:stop]]

@@ -94,6 +94,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: BM25 walks posting lists
             # A query tokenizer with the index's own rules (see _stems), created
             # outside any transaction so a rollback cannot take it away.
             conn.execute(
