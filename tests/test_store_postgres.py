@@ -277,3 +277,18 @@ def test_check_finds_drifted_keyword_statistics_and_a_missing_index(mem: Memory)
     assert not report["ok"]
     assert report["checks"]["keyword_index"] == report["checks"]["vector_index"] == "failed"
     assert any("kestrel" in p for p in report["problems"])
+
+
+def test_a_query_of_only_common_words_ranks_about_the_newest_matches(
+    make_mem: Callable[..., Memory], settings: Settings
+):
+    settings.search_common_term_docs = 5
+    settings.search_common_window = 10
+    m = make_mem(settings=settings)
+    results = m.add_many([f"alpha report {i}: item {i * 7}" for i in range(60)],
+                         on_duplicate="keep")  # fmt: skip
+    newest = {r.id for r in results[-10:]}
+    found = m.store.keyword_search("alpha report", 100, MemoryFilter(now=datetime.now(UTC)))
+    assert {i for i, _ in found} == newest
+    rare = m.add("alpha report with a zeppelin").id
+    assert m.store.keyword_search("zeppelin alpha", 3, MemoryFilter())[0][0] == rare

@@ -313,8 +313,8 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
             size = int(
                 self._row(
                     "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                    "WHERE c.relnamespace = %s::regnamespace AND c.relkind IN ('r', 'm')",
-                    (f'"{self._pg.schema}"',),
+                    "WHERE c.relnamespace = current_schema()::regnamespace "
+                    "AND c.relkind IN ('r', 'm')",
                 )[0]
             )
         model, dim = self.get_meta("embedding_model"), self.get_meta("embedding_dimension")

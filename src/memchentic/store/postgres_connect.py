@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import sql
 from psycopg.adapt import AdaptersMap, Dumper, Loader
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import Format
@@ -188,11 +189,12 @@ def open_location(url: str) -> PgLocation:
             key = lock_key(APP_ID, schema, "migrate")
             conn.execute("SELECT pg_advisory_lock(%s)", (key,))
             try:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                create = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}")
+                conn.execute(create.format(sql.Identifier(schema)))
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        search_path = f'"{schema}", "{ext_schema}"' if ext_schema != schema else f'"{schema}"'
-        conn.execute(f"SET search_path TO {search_path}")
+        path = sql.SQL(", ").join(sql.Identifier(n) for n in dict.fromkeys([schema, ext_schema]))
+        conn.execute(sql.SQL("SET search_path TO {}").format(path))
         _check_is_store(conn, schema, display)
         migrate(conn, lock_key(APP_ID, schema, "migrate"))
         conn.execute(

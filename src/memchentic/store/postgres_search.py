@@ -2,12 +2,13 @@
 with ``tsvector`` (title weight A, body B, tags C).
 
 Vectors: a store of at most :data:`EXACT_SCAN_MAX` rows is scanned exactly, and
-so are the visible rows of an ``isolated`` filter when few (no dependence on rows
-the filter hides). Above, the query orders by the HNSW operator: the planner uses
-the index (``hnsw.ef_search`` raised to the over-fetch; on pgvector 0.8+ an
-iterative scan, so filters still fill ``k``) or, for a selective filter, that
-filter's index and an exact sort. The final candidates are re-scored from the
-stored float32 vectors, exactly as the SQLite store does.
+so are the visible rows of an ``isolated`` filter when there are at most
+``exact_vector_rows`` of them (no dependence on rows the filter hides). Above,
+the query orders by the HNSW operator: the planner uses the index
+(``hnsw.ef_search`` raised to the over-fetch; on pgvector 0.8+ an iterative
+scan, so filters still fill ``k``) or, for a selective filter, that filter's
+index and an exact sort. The final candidates are re-scored from the stored
+float32 vectors, exactly as the SQLite store does.
 
 Keywords: every query word is looked up as the index tokenises it (never parsed
 as query syntax), and rows are ranked by the sum over words of
@@ -142,12 +143,13 @@ class PostgresSearch(PgConnections):
             return self._rescore(query, self._exact(query, fetch, cond, params), k)
         if flt.isolated and not flt.is_unrestricted():
             # Untrusted callers: the answer must not depend on rows they cannot see,
-            # which a graph walk through those rows would; scan few visible rows exactly.
+            # which a graph walk through those rows would; scan the visible rows
+            # exactly up to SEARCH_EXACT_VECTOR_ROWS of them (as the SQLite store does).
             visible = self._row(
                 f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {cond} LIMIT %s) s",
-                (*params, exact_rows + 1),
+                (*params, self.exact_vector_rows + 1),
             )[0]
-            if visible <= exact_rows:
+            if visible <= self.exact_vector_rows:
                 return self._rescore(query, self._exact(query, fetch, cond, params), k)
         # The planner picks the HNSW index, or for a selective filter the filter's own
         # index and an exact sort of the few rows that pass.
@@ -306,14 +308,9 @@ class PostgresSearch(PgConnections):
         match = " | ".join(queries.values())
         window_sql, window_params = "", []
         if window_rows is not None:
-            scope = f"AND {cond}" if flt.isolated else ""
-            row = self._row(
-                f"SELECT m.key FROM memories m WHERE m.tsv @@ %s::tsquery {scope} "
-                f"ORDER BY m.key DESC OFFSET %s LIMIT 1",
-                (match, *(params if flt.isolated else []), window_rows - 1),
-            )
-            if row is not None:
-                window_sql, window_params = "AND m.key >= %s", [row[0]]
+            start = self._window_start(match, window_rows, sum(word_df[w] for w in words), flt)
+            if start is not None:
+                window_sql, window_params = "AND m.key >= %s", [start]
         score_sql = " + ".join("%s * ts_rank(%s::real[], m.tsv, %s::tsquery, 1)" for _ in words)
         weights = self._weights()
         score_params: list[Any] = []
@@ -326,6 +323,28 @@ class PostgresSearch(PgConnections):
             (*score_params, match, *window_params, *params, k),
         )
         return [(memory_id, float(score)) for memory_id, score in rows]
+
+    def _window_start(self, match: str, rows: int, matches: int, flt: MemoryFilter) -> int | None:
+        """The smallest key of (about) the newest ``rows`` of ``matches`` matching rows.
+
+        Finding it exactly reads every match; keys grow with insertion, so the
+        share of matches in the key range gives the start for nothing. For an
+        isolated filter the visible matches are counted exactly instead (their
+        spread over the key range depends on rows the caller cannot see).
+        """
+        if flt.isolated:
+            cond, params = where(flt)
+            row = self._row(
+                f"SELECT m.key FROM memories m WHERE m.tsv @@ %s::tsquery AND {cond} "
+                f"ORDER BY m.key DESC OFFSET %s LIMIT 1",
+                (match, *params, rows - 1),
+            )
+            return int(row[0]) if row else None
+        low, high = self._row("SELECT min(key), max(key) FROM memories")
+        if low is None or matches <= rows:
+            return None
+        span = -(-(high - low + 1) * rows // matches)  # keys holding about ``rows`` matches
+        return int(high - span + 1)
 
     def _within_budget(
         self, words: list[str], word_df: dict[str, int], window: int
