@@ -100,20 +100,38 @@ class EventBus:
         memory_id: str | None = None,
         **payload: Any,
     ) -> Event:
-        event = Event(new_id(), type_, utcnow(), actor, namespace, memory_id, payload)
-        self.store.add_event(event)
+        return self.emit_many(actor, [(type_, namespace, memory_id, payload)])[0]
+
+    def emit_many(
+        self,
+        actor: str,
+        items: Sequence[tuple[str, str | None, str | None, dict[str, Any]]],
+    ) -> list[Event]:
+        """Persist several events (type, namespace, memory id, payload) in one
+        transaction, then deliver each, in order."""
+        if not items:
+            return []
+        now = utcnow()
+        events = [
+            Event(new_id(), type_, now, actor, namespace, memory_id, dict(payload))
+            for type_, namespace, memory_id, payload in items
+        ]
+        self.store.add_events(events)
         with self._lock:
             subs = list(self._subs)
-        for sub in subs:
-            if sub.types is not None and type_ not in sub.types:
-                continue
-            if not self._visible(sub.principal, namespace):
-                continue
-            try:
-                sub.callback(event)
-            except Exception:  # a subscriber must never break a write
-                log.exception("event subscriber failed on %s", type_)
-        return event
+        if not subs:
+            return events
+        for event in events:
+            for sub in subs:
+                if sub.types is not None and event.type not in sub.types:
+                    continue
+                if not self._visible(sub.principal, event.namespace):
+                    continue
+                try:
+                    sub.callback(event)
+                except Exception:  # a subscriber must never break a write
+                    log.exception("event subscriber failed on %s", event.type)
+        return events
 
     def _visible(self, principal: Principal, namespace: str | None) -> bool:
         if principal.trusted:

@@ -12,11 +12,16 @@ _last_ms = -1
 _last_rand = 0
 
 
+#: Every pair of base32 digits, indexed by the 10 bits they encode.
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+
+
 def _encode(value: int, length: int) -> str:
+    """``value`` as ``length`` base32 digits (``length`` even), two digits a step."""
     out = []
-    for _ in range(length):
-        out.append(_ALPHABET[value & 31])
-        value >>= 5
+    for _ in range(length // 2):
+        out.append(_PAIRS[value & 1023])
+        value >>= 10
     return "".join(reversed(out))
 
 

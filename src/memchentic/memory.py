@@ -56,7 +56,7 @@ from .settings import Settings, load_settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
 from .write.polarity import PolarityClassifier, RulePolarity
-from .write.resolve import WriteContext, diff, record_version, resolve
+from .write.resolve import WriteContext, diff, record_version, resolve_many
 from .write.secrets import find_secrets, redact
 
 
@@ -250,11 +250,12 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         prepared: list[_Prepared] = []
         policies: list[str | None] = []
         linking: list[bool] = []
+        scopes: dict[tuple[Any, ...], Any] = {}  # access answers, once per call
         for item in items:
             options = {**common, **({"content": item} if isinstance(item, str) else item)}
             policies.append(options.pop("on_duplicate", None))
             linking.append(bool(options.pop("auto_edges", False)))
-            prepared.append(self._prepare(**options))
+            prepared.append(self._prepare(**options, _scopes=scopes))
         if not prepared:
             return []
         todo = [p for p in prepared if p.refusal is None]
@@ -264,21 +265,24 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             else np.zeros((0, self.embedder.dimension), dtype=np.float32)
         )
         by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
-        results: list[WriteResult] = []
         contexts: list[WriteContext] = []
+        for prep, policy, link in zip(prepared, policies, linking, strict=True):
+            ctx = self._ctx(prep.record.created_at or utcnow(), policy)
+            contexts.append(replace(ctx, edge_classifier=self.edge_classifier) if link else ctx)
         with self.store.write():
-            for prep, policy, link in zip(prepared, policies, linking, strict=True):
-                ctx = self._ctx(prep.record.created_at or utcnow(), policy)
-                if link:
-                    ctx = replace(ctx, edge_classifier=self.edge_classifier)
-                contexts.append(ctx)
-                if prep.refusal is not None:
-                    results.append(prep.refusal)
-                else:
-                    results.append(resolve(ctx, prep.record, by_id[prep.record.id]))
-                ctx.pending.append(_write_event(prep.record, results[-1]))
-        for ctx in contexts:
-            self._flush(ctx)
+            resolved = iter(resolve_many([
+                (ctx, prep.record, by_id[prep.record.id])
+                for prep, ctx in zip(prepared, contexts, strict=True) if prep.refusal is None
+            ]))  # fmt: skip
+            results = [
+                prep.refusal if prep.refusal is not None else next(resolved)
+                for prep in prepared
+            ]
+        pending: list[tuple[str, str, str, dict[str, object]]] = []
+        for prep, ctx, result in zip(prepared, contexts, results, strict=True):
+            pending.extend(ctx.pending)
+            pending.append(_write_event(prep.record, result))
+        self.bus.emit_many(self.access.actor(self.principal), pending)
         return results
 
     def _prepare(
@@ -311,12 +315,19 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         pinned: bool = False,
         secrets: str | None = None,
         now: datetime | str | None = None,
+        _scopes: dict[tuple[Any, ...], Any] | None = None,
     ) -> _Prepared:
         s = self.settings
         text = check.content(content, s)
-        ns = self._write_namespace(namespace, user_id, agent_id)
+        scopes = {} if _scopes is None else _scopes
+        where = (namespace, user_id, agent_id)
+        if where not in scopes:
+            scopes[where] = self._write_namespace(namespace, user_id, agent_id)
+        ns = scopes[where]
         type_ = normalise_type(type)
-        if not self.access.can_write(self.principal, ns, type_):
+        if (ns, type_) not in scopes:
+            scopes[ns, type_] = self.access.can_write(self.principal, ns, type_)
+        if not scopes[ns, type_]:
             raise NamespaceError("namespace", "you cannot write to this namespace")
         if type_ == CHARTER_TYPE:
             slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
@@ -381,9 +392,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
 
     def _flush(self, ctx: WriteContext, *extra: tuple[str, str, str, dict[str, object]]) -> None:
         """Emit the events of a committed write."""
-        actor = self.access.actor(self.principal)
-        for type_, namespace, memory_id, payload in [*ctx.pending, *extra]:
-            self.bus.emit(type_, actor=actor, namespace=namespace, memory_id=memory_id, **payload)
+        self.bus.emit_many(self.access.actor(self.principal), [*ctx.pending, *extra])
         ctx.pending.clear()
 
     def subscribe(

@@ -116,6 +116,13 @@ class Store(ABC):
     @abstractmethod
     def insert(self, record: MemoryRecord, vector: np.ndarray) -> None: ...
 
+    def insert_many(self, items: Sequence[tuple[MemoryRecord, np.ndarray]]) -> None:
+        """Insert new rows with their vectors in one transaction (bulk writes).
+        Backends override this with one statement per table."""
+        with self.write():
+            for record, vector in items:
+                self.insert(record, vector)
+
     @abstractmethod
     def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
         """Replace the stored row of ``record.id``; a new vector when given."""
@@ -155,6 +162,23 @@ class Store(ABC):
     ) -> list[tuple[str, float]]:
         """The ``k`` nearest rows passing ``flt``: (id, cosine), best first."""
 
+    def similar_many(
+        self, vectors: np.ndarray, k: int, min_cosine: float
+    ) -> list[list[tuple[str, float]]]:
+        """For each row of ``vectors``: up to ``k`` stored memories (any namespace,
+        kind or state) with cosine >= ``min_cosine``, best first.
+
+        The bulk write path asks this once per batch to find the new memories
+        that need no resolution (nothing stored is close to them). Backends may
+        answer from an approximate index (cosines within about 0.01), so callers
+        pass a threshold with a margin.
+        """
+        flt = MemoryFilter(include_expired=True, include_superseded=True)
+        return [
+            [(i, c) for i, c in self.vector_search(v, k, flt) if c >= min_cosine]
+            for v in np.asarray(vectors, dtype=np.float32)
+        ]
+
     @abstractmethod
     def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
         """The ``k`` best keyword matches passing ``flt``: (id, relevance), best first.
@@ -185,6 +209,12 @@ class Store(ABC):
 
     @abstractmethod
     def add_version(self, version: Version) -> None: ...
+
+    def add_versions(self, versions: Sequence[Version]) -> None:
+        """Append several versions in one transaction (backends override it)."""
+        with self.write():
+            for version in versions:
+                self.add_version(version)
 
     @abstractmethod
     def versions(self, memory_id: str) -> list[Version]: ...
@@ -259,6 +289,12 @@ class Store(ABC):
     # --- events and short-term memory ------------------------------------------------
     @abstractmethod
     def add_event(self, event: Event) -> None: ...
+
+    def add_events(self, events: Sequence[Event]) -> None:
+        """Append several events, in order, in one transaction (backends override it)."""
+        with self.write():
+            for event in events:
+                self.add_event(event)
 
     @abstractmethod
     def events(

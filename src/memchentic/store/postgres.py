@@ -97,18 +97,28 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
 
     # --- memories -------------------------------------------------------------------
     def insert(self, record: MemoryRecord, vector: np.ndarray) -> None:
-        with self.write():
+        self.insert_many([(record, vector)])
+
+    def insert_many(self, items: Sequence[tuple[MemoryRecord, np.ndarray]]) -> None:
+        if not items:
+            return
+        # One statement per row (the row, its vector and its entities), sent
+        # together: executemany pipelines them in one round trip.
+        sql = (
+            f"WITH m AS (INSERT INTO memories ({', '.join(COLUMNS)}, tsv) "
+            f"VALUES ({', '.join(['%s'] * len(COLUMNS))}, {self._tsv_sql()}) RETURNING key), "
+            f"v AS (INSERT INTO memory_vectors (key, embedding) SELECT key, %s FROM m) "
+            f"INSERT INTO memory_entities (entity, key) SELECT e, m.key FROM m, "
+            f"({_ENTITY_SQL}) AS names (e)"
+        )
+        rows = [
+            (*record_params(record), *tsv_params(record),
+             np.asarray(vector, dtype=np.float32), _entity_names(record.entities))
+            for record, vector in items
+        ]  # fmt: skip
+        with self.write(), self.connection() as conn, conn.cursor() as cur:
             self._rows_changed()
-            # One round trip: the row, its vector and its entities.
-            self._run(
-                f"WITH m AS (INSERT INTO memories ({', '.join(COLUMNS)}, tsv) "
-                f"VALUES ({', '.join(['%s'] * len(COLUMNS))}, {self._tsv_sql()}) RETURNING key), "
-                f"v AS (INSERT INTO memory_vectors (key, embedding) SELECT key, %s FROM m) "
-                f"INSERT INTO memory_entities (entity, key) SELECT e, m.key FROM m, "
-                f"({_ENTITY_SQL}) AS names (e)",
-                (*record_params(record), *tsv_params(record),
-                 np.asarray(vector, dtype=np.float32), _entity_names(record.entities)),
-            )  # fmt: skip
+            cur.executemany(sql, rows)
 
     def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
         assignments = ", ".join(f"{c} = %s" for c in COLUMNS[1:])
@@ -238,12 +248,17 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
         return True
 
     def add_version(self, version: Version) -> None:
-        self._run(
-            f"INSERT INTO versions ({VERSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (version.memory_id, version.version, version.op, version.actor, version.at,
-             jsonb(version.changes, "changes"),
-             jsonb(version.snapshot, "snapshot") if version.snapshot else None),
-        )  # fmt: skip
+        self.add_versions([version])
+
+    def add_versions(self, versions: Sequence[Version]) -> None:
+        if not versions:
+            return
+        with self.write(), self.connection() as conn, conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO versions ({VERSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [(v.memory_id, v.version, v.op, v.actor, v.at, jsonb(v.changes, "changes"),
+                  jsonb(v.snapshot, "snapshot") if v.snapshot else None) for v in versions],
+            )  # fmt: skip
 
     def versions(self, memory_id: str) -> list[Version]:
         rows = self._rows(

@@ -34,13 +34,16 @@ class PostgresExtras(PgConnections):
         return row_to_edge(row) if row else None
 
     def add_event(self, event: Event) -> None:
+        self.add_events([event])
+
+    def add_events(self, events: Sequence[Event]) -> None:
         # Under the store's write lock, so events commit in the order of their
         # sequence numbers and a reader paging with ``since`` never skips one.
         self._write_alone(
             "INSERT INTO events (id, type, at, actor, namespace, memory_id, payload) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [(event.id, event.type, event.at, event.actor, event.namespace, event.memory_id,
-              jsonb(event.payload, "payload"))],
+            [(e.id, e.type, e.at, e.actor, e.namespace, e.memory_id,
+              jsonb(e.payload, "payload")) for e in events],
         )  # fmt: skip
 
     def events(

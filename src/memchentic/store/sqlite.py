@@ -230,6 +230,32 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             )
             self._set_entities(key, record.entities)
 
+    def insert_many(self, items: Sequence[tuple[MemoryRecord, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self.write():
+            conn = self.conn
+            first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM memories").fetchone()[0]
+            # Explicit rowids (the next free ones; the write lock is held), so the
+            # vectors and entity links can go in with one statement each too.
+            keys = range(first, first + len(items))
+            conn.executemany(
+                f"INSERT INTO memories(rowid, {', '.join(COLUMNS)}) "
+                f"VALUES (?, {', '.join('?' * len(COLUMNS))})",
+                [(key, *record_params(record))
+                 for key, (record, _) in zip(keys, items, strict=True)],
+            )  # fmt: skip
+            conn.executemany(
+                "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
+                [(key, np.asarray(vector, dtype=np.float32).tobytes())
+                 for key, (_, vector) in zip(keys, items, strict=True)],
+            )  # fmt: skip
+            conn.executemany(
+                "INSERT INTO memory_entities(entity, key) VALUES (?, ?)",
+                [(name, key) for key, (record, _) in zip(keys, items, strict=True)
+                 for name in {e.strip().lower() for e in record.entities if e.strip()}],
+            )  # fmt: skip
+
     def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
         with self.write():
             key = self._rowid(record.id)
@@ -428,6 +454,29 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 break
             fetch *= 8
         return self._rescore(query, rows)[:k]
+
+    def similar_many(
+        self, vectors: np.ndarray, k: int, min_cosine: float
+    ) -> list[list[tuple[str, float]]]:
+        index = self._sync_index()
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if index is None or not len(index) or k <= 0:
+            return [[] for _ in range(len(queries))]
+        many = getattr(index, "search_many", None)  # TEMP until vectors.py lands
+        found = many(queries, k) if many else [index.search(q, k) for q in queries]
+        close = [[(key, c) for key, c in hits if c >= min_cosine] for hits in found]
+        ids = self._ids_of([key for hits in close for key, _ in hits])
+        return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]
+
+    def _ids_of(self, keys: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            out.update(self.conn.execute(
+                f"SELECT rowid, id FROM memories WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            ))  # fmt: skip
+        return out
 
     def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
         """The keys (rows) that pass the filter, with their ids."""
@@ -700,13 +749,17 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         return True
 
     def add_version(self, version: Version) -> None:
+        self.add_versions([version])
+
+    def add_versions(self, versions: Sequence[Version]) -> None:
         with self.write():
-            self.conn.execute(
+            self.conn.executemany(
                 "INSERT INTO versions(memory_id, version, op, actor, at, changes, snapshot) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (version.memory_id, version.version, version.op, version.actor,
-                 to_text(version.at), json.dumps(version.changes, ensure_ascii=False),
-                 json.dumps(version.snapshot, ensure_ascii=False) if version.snapshot else None),
+                [(v.memory_id, v.version, v.op, v.actor, to_text(v.at),
+                  json.dumps(v.changes, ensure_ascii=False),
+                  json.dumps(v.snapshot, ensure_ascii=False) if v.snapshot else None)
+                 for v in versions],
             )  # fmt: skip
 
     def versions(self, memory_id: str) -> list[Version]:

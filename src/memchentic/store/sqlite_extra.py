@@ -44,12 +44,15 @@ class SQLiteExtras:
         return row_to_edge(row) if row else None
 
     def add_event(self, event: Event) -> None:
+        self.add_events([event])
+
+    def add_events(self, events: Sequence[Event]) -> None:
         with self.write():  # type: ignore[attr-defined]
-            self.conn.execute(
+            self.conn.executemany(
                 "INSERT INTO events(id, type, at, actor, namespace, memory_id, payload) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (event.id, event.type, to_text(event.at), event.actor, event.namespace,
-                 event.memory_id, json.dumps(event.payload, ensure_ascii=False, default=str)),
+                [(e.id, e.type, to_text(e.at), e.actor, e.namespace, e.memory_id,
+                  json.dumps(e.payload, ensure_ascii=False, default=str)) for e in events],
             )  # fmt: skip
 
     def events(

@@ -13,6 +13,7 @@ atomic step for every thread and process writing the store:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -81,6 +82,139 @@ def resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> Writ
     if ctx.edge_classifier is not None and result.status in ("added", "superseded"):
         result.edges = _auto_edges(ctx, record, vector, skip=set(result.ids))
     return result
+
+
+#: Margin under the resolution thresholds for the bulk pre-check: it reads an
+#: approximate index, whose cosines may be off by about 0.01.
+_BULK_MARGIN = 0.02
+#: Writes checked together (the in-batch check is a window x window product).
+_BULK_WINDOW = 1024
+
+
+def resolve_many(
+    items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]],
+) -> list[WriteResult]:
+    """Resolve a batch of writes, in order, with the same outcome as :func:`resolve`
+    on each in turn; the caller holds ``store.write()``.
+
+    One batched lookup finds the writes that nothing stored comes close to
+    (cosine under every threshold that could apply to them), and one matrix
+    product the ones close to an earlier write of the batch in the same
+    namespace. Those two checks are conservative: a write that passes both would
+    be inserted by :func:`resolve` anyway, so it is, in bulk (one statement per
+    table). Every other write (slot keys, guides, auto-edges, anything close)
+    goes through :func:`resolve` after the bulk rows before it are written, so
+    it sees them.
+    """
+    results: list[WriteResult] = []
+    for start in range(0, len(items), _BULK_WINDOW):
+        results.extend(_resolve_window(items[start : start + _BULK_WINDOW]))
+    return results
+
+
+def _resolve_window(
+    items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]],
+) -> list[WriteResult]:
+    if not items:
+        return []
+    store = items[0][0].store
+    fast = _bulk_candidates(items)
+    results: list[WriteResult] = []
+    queued: list[tuple[WriteContext, MemoryRecord, np.ndarray]] = []
+
+    def drain() -> None:
+        store.insert_many([(record, vector) for _, record, vector in queued])
+        store.add_versions([
+            Version(record.id, 1, "add", ctx.actor, ctx.now, {}, snapshot(record))
+            for ctx, record, _ in queued
+        ])  # fmt: skip
+        for ctx, record, _ in queued:
+            ctx.note("history.appended", record.namespace, record.id, version=1, op="add")
+        queued.clear()
+
+    for (ctx, record, vector), bulk in zip(items, fast, strict=True):
+        if bulk:
+            queued.append((ctx, record, vector))
+            results.append(WriteResult("added", record.id, [record.id], memory=record))
+            continue
+        drain()
+        results.append(resolve(ctx, record, vector))
+    drain()
+    return results
+
+
+def _thresholds(ctx: WriteContext) -> tuple[float, float]:
+    """(opposite polarity, same polarity): the cosines from which
+    :func:`_resolve_entry` acts on a neighbour, less the bulk margin."""
+    s = ctx.settings
+    same = np.inf
+    if ctx.on_duplicate != "keep":
+        same = s.dedup_threshold if ctx.on_duplicate == "reinforce" else s.near_dup_threshold
+    return s.contradiction_threshold - _BULK_MARGIN, same - _BULK_MARGIN
+
+
+def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]]) -> list[bool]:
+    """Which writes can be inserted without resolution (see :func:`resolve_many`).
+
+    A neighbour (stored, or earlier in the batch) rules a write out when it is in
+    the same namespace and close enough for :func:`_resolve_entry` to act on it:
+    opposite polarity over the contradiction threshold, or the same polarity over
+    the duplicate threshold of the write's policy. Stored neighbours are not
+    checked for kind, expiry or supersession, and earlier ones not for kind, so
+    some writes take the one-by-one path without need, never the reverse.
+    """
+    plain = np.array([
+        ctx.edge_classifier is None and not record.slot_key and record.kind == "entry"
+        for ctx, record, _ in items
+    ])  # fmt: skip
+    if plain.sum() < 2:  # nothing to gain over the one-by-one path
+        return [False] * len(items)
+    limits = np.array([_thresholds(ctx) for ctx, _, _ in items])  # (n, 2)
+    opposite_at, same_at = limits[:, 0], limits[:, 1]
+    floor = float(min(opposite_at.min(), same_at.min()))
+    matrix = np.stack([np.asarray(v, dtype=np.float32) for _, _, v in items])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit = matrix / norms
+    namespaces = np.array([record.namespace for _, record, _ in items], dtype=object)
+    polarity = np.array([record.polarity for _, record, _ in items])
+    # Earlier writes of the batch: one product, lower triangle.
+    sims = np.tril(unit @ unit.T, k=-1)
+    opposite = polarity[:, None] != polarity[None, :]
+    acts = np.where(opposite, sims >= opposite_at[:, None], sims >= same_at[:, None])
+    ruled_out = (acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1)
+    # Stored memories: one batched lookup; only the close ones are read.
+    ctx0 = items[0][0]
+    k = ctx0.settings.write_neighbours
+    stored = ctx0.store.similar_many(unit, k, floor)
+    rows = ctx0.store.get_many([memory_id for hits in stored for memory_id, _ in hits])
+    out: list[bool] = []
+    for i, ((ctx, record, _), hits) in enumerate(zip(items, stored, strict=True)):
+        near = [rows.get(memory_id) for memory_id, _ in hits]
+        if not plain[i] or ruled_out[i] or any(old is None for old in near):
+            out.append(False)
+            continue
+        if len(hits) >= k and not all(_compared(ctx, record, old) for old in near):  # type: ignore[arg-type]
+            # The one-by-one path compares the k nearest that pass its filter;
+            # some of these do not, so ones further away may count: look there.
+            out.append(False)
+            continue
+        out.append(not any(
+            old is not None and old.namespace == record.namespace
+            and cosine >= (opposite_at[i] if old.polarity != record.polarity else same_at[i])
+            for old, (_, cosine) in zip(near, hits, strict=True)
+        ))  # fmt: skip
+    return out
+
+
+def _compared(ctx: WriteContext, record: MemoryRecord, old: MemoryRecord) -> bool:
+    """Whether the one-by-one path's neighbour filter keeps ``old`` for ``record``."""
+    return (
+        old.namespace == record.namespace
+        and old.kind == "entry"
+        and old.superseded_by is None
+        and not old.is_expired(ctx.now)
+    )
 
 
 def _auto_edges(
