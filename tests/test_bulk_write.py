@@ -24,7 +24,10 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def _scenario(seed: int) -> tuple[dict[str, list[float]], list[dict[str, Any]], list[dict[str, Any]]]:
+Items = list[dict[str, Any]]
+
+
+def _scenario(seed: int) -> tuple[dict[str, list[float]], Items, Items]:
     """(vector table, items stored first, the batch): texts around a few topics,
     each a small random step from its topic, so cosines fall on both sides of the
     0.8 / 0.9 / 0.92 thresholds."""
@@ -54,7 +57,7 @@ def _scenario(seed: int) -> tuple[dict[str, list[float]], list[dict[str, Any]], 
     return table, stored, batch
 
 
-def _outcome(mem: Memory, results: list[WriteResult], created: dict[str, str]) -> list[tuple]:
+def _outcome(results: list[WriteResult], created: dict[str, str]) -> list[tuple]:
     """Statuses and the memories each result names, as the content that created them."""
     return [
         (r.status, r.reason, tuple(created.get(i, i) for i in r.ids)) for r in results
@@ -85,7 +88,7 @@ def test_add_many_decides_like_one_by_one(make_mem: Callable[..., Memory], seed:
         rows = mem.list(limit=500, include_expired=True, include_superseded=True)
         return {r.id: r.content for r in rows}
 
-    assert _outcome(one, sequential, created(one)) == _outcome(bulk, together, created(bulk))
+    assert _outcome(sequential, created(one)) == _outcome(together, created(bulk))
     assert _state(one) == _state(bulk)
     statuses = {r.status for r in together}
     # the scenario really exercises the paths it claims to
