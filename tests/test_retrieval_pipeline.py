@@ -95,3 +95,56 @@ def test_keyword_matches_on_common_words_only_do_not_enter_the_keyword_list(db_p
         assert [h.memory.id for h in ranked][:1] == [ids[-1]]
         best = ranked[0].trace["keyword_context"]
         assert all(h.trace["keyword_context"] >= 0.25 * best for h in ranked)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bounded_loading_ranks_exactly_like_scoring_every_candidate(make_mem, seed) -> None:
+    """The rrf path loads and scores only the candidates whose bound can still reach
+    the top; its answer (ids, order, scores, traces) equals scoring them all.
+    Rows vary every factor the bound reads: age, guides and their reinforcement,
+    recall counts, path hints, episodic type, and speaker and date cues."""
+    import random
+
+    from memchentic.retrieval import cues, pipeline
+    from memchentic.retrieval.profiles import RRF, ScoringContext
+
+    rng = random.Random(seed)
+    mem = make_mem()
+    words = ["river", "garden", "engine", "yoga", "coffee", "novel", "train", "piano"]
+    items = []
+    for i in range(240):
+        picked = rng.sample(words, 3)
+        speaker = rng.choice(["", "Ann: ", "Bob: "])
+        items.append({
+            "content": f"{speaker}note {i} on {' and '.join(picked)} in May 2023",
+            "kind": "guide" if rng.random() < 0.15 else "entry",
+            "type": rng.choice(["semantic", "episodic", "preference"]),
+            "path_hint": rng.choice([None, "src/app", "docs"]),
+            "created_at": NOW - timedelta(days=rng.uniform(0, 400)),
+            "user_id": "u",
+        })  # fmt: skip
+    results = mem.add_many(items, on_duplicate="keep", permanent=True)
+    for r in results:  # guides reinforced, memories recalled, unevenly
+        if r.id and rng.random() < 0.2:
+            mem.store.touch([(r.id, rng.randint(1, 50), NOW, None)])
+    queries = ["what did Ann say about the river and yoga?", "engine garden notes",
+               "piano in May 2023", "coffee"]  # fmt: skip
+    flt = mem._read_filter(user_id="u", agent_id=None, namespace=None, now=NOW,
+                           include_superseded=True)  # fmt: skip
+    for query in queries:
+        for limit in (3, 10):
+            req = pipeline.SearchRequest(query, mem.embedder.embed(query), flt, limit, RRF, NOW,
+                                         rng.choice([None, "src/app/main.py"]))  # fmt: skip
+            got = pipeline.run(mem.store, req, mem.settings)
+            ctx = ScoringContext(NOW, mem.settings, req.path_hint,
+                                 frozenset(cues.words(query)), tuple(cues.query_dates(query)))
+            every = pipeline.gather(mem.store, req, mem.settings)
+            for cand in every:
+                cand.score = RRF.scorer(cand, ctx)
+            every.sort(key=lambda c: (-c.score, c.memory.id))
+            assert len(every) > 3 * limit  # the bound has candidates to skip
+            assert [(c.memory.id, c.score) for c in got] == [
+                (c.memory.id, c.score) for c in every[:limit]
+            ]
+            signals = [{k: v for k, v in c.trace.items() if k != "score"} for c in got]
+            assert signals == [c.trace for c in every[:limit]]

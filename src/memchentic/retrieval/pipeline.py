@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..record import MemoryRecord
 from ..settings import Settings
 from ..store.base import MemoryFilter, Store
 from . import context, cues, signals
@@ -47,20 +48,117 @@ def gather(store: Store, req: SearchRequest, settings: Settings) -> list[Candida
     join the candidates and each stage's list is ordered by the stage score plus
     that weight times the best adjacent score (``signals.with_context``).
     """
+    return _assemble(store, req, settings, _stages(store, req, settings))
+
+
+@dataclass(slots=True)
+class _Stages:
+    fetch: int
+    by_vector: list[tuple[str, float]]
+    by_keyword: list[tuple[str, float]]
+
+    def ids(self) -> list[str]:
+        return list(dict.fromkeys([i for i, _ in self.by_vector] + [i for i, _ in self.by_keyword]))
+
+
+def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
     fetch = max(req.limit * settings.knn_overfetch_multiplier, settings.search_candidate_floor)
     by_vector = [
         (memory_id, cosine)
         for memory_id, cosine in store.vector_search(req.vector, fetch, req.flt)
         if cosine > settings.search_min_similarity
     ]
-    by_keyword = store.keyword_search(req.query, fetch, req.flt)
-    ids = list(dict.fromkeys([i for i, _ in by_vector] + [i for i, _ in by_keyword]))
-    records = store.get_many(ids)
-    cosines = dict(by_vector)
-    keyword = dict(by_keyword)
+    return _Stages(fetch, by_vector, store.keyword_search(req.query, fetch, req.flt))
+
+
+def _true_cosines(
+    store: Store, req: SearchRequest, stages: _Stages, ids: list[str]
+) -> dict[str, float]:
+    """Each id's cosine: from the vector stage, else (keyword-only candidates and
+    neighbours) from its stored vector."""
+    cosines = dict(stages.by_vector)
+    missing = [i for i in ids if i not in cosines]
+    if missing:
+        vectors = store.vectors(missing)
+        query = np.asarray(req.vector, dtype=np.float32)
+        qnorm = float(np.linalg.norm(query)) or 1.0
+        for memory_id, vec in vectors.items():
+            norm = float(np.linalg.norm(vec)) or 1.0
+            cosines[memory_id] = float(vec @ query) / (norm * qnorm)
+    return cosines
+
+
+@dataclass(slots=True)
+class _Ranked:
+    """Stage scores with context and the ranks they give, per id."""
+
+    vector_context: dict[str, float]
+    keyword_context: dict[str, float]
+    vector_rank: dict[str, int]
+    keyword_rank: dict[str, int]
+
+
+def _rank(
+    ids: list[str],
+    stages: _Stages,
+    cosines: dict[str, float],
+    adjacent: dict[str, list[str]] | None,
+    settings: Settings,
+) -> _Ranked:
+    keyword = dict(stages.by_keyword)
     weight = settings.search_context_weight
-    adjacent: dict[str, list[str]] = {}
-    if weight > 0 and records:
+    vctx: dict[str, float] = {}
+    kctx: dict[str, float] = {}
+    for memory_id in ids:
+        near = adjacent.get(memory_id, ()) if adjacent else ()
+        vctx[memory_id] = signals.with_context(
+            cosines.get(memory_id, 0.0), [cosines.get(o, 0.0) for o in near], weight
+        )
+        kctx[memory_id] = signals.with_context(
+            keyword.get(memory_id, 0.0), [keyword.get(o, 0.0) for o in near], weight
+        )
+    if adjacent:
+        vector_order = [
+            i for i in sorted(ids, key=lambda i: (-vctx[i], i))
+            if vctx[i] > settings.search_min_similarity
+        ][: stages.fetch]  # fmt: skip
+        keyword_order = [
+            i for i in sorted(ids, key=lambda i: (-kctx[i], i)) if kctx[i] > 0
+        ][: stages.fetch]  # fmt: skip
+    else:
+        present = set(ids)
+        vector_order = [i for i, _ in stages.by_vector if i in present]
+        keyword_order = [i for i, _ in stages.by_keyword if i in present]
+    if keyword_order and settings.search_keyword_min_ratio > 0:
+        # A keyword match scoring a sliver of the best one (only common words in
+        # common) is not evidence: its rank would be noise in the fusion.
+        floor = settings.search_keyword_min_ratio * kctx[keyword_order[0]]
+        keyword_order = [i for i in keyword_order if kctx[i] >= floor]
+    return _Ranked(
+        vctx, kctx,
+        {memory_id: rank for rank, memory_id in enumerate(vector_order, start=1)},
+        {memory_id: rank for rank, memory_id in enumerate(keyword_order, start=1)},
+    )  # fmt: skip
+
+
+def _candidate(
+    memory: MemoryRecord, ranked: _Ranked, cosines: dict[str, float], keyword: dict[str, float]
+) -> Candidate:
+    i = memory.id
+    return Candidate(
+        memory, vector_rank=ranked.vector_rank.get(i), keyword_rank=ranked.keyword_rank.get(i),
+        cosine=cosines.get(i, 0.0), keyword_score=keyword.get(i, 0.0),
+        vector_context=ranked.vector_context[i], keyword_context=ranked.keyword_context[i],
+    )  # fmt: skip
+
+
+def _assemble(
+    store: Store, req: SearchRequest, settings: Settings, stages: _Stages
+) -> list[Candidate]:
+    """Every candidate, loaded whole."""
+    records = store.get_many(stages.ids())
+    adjacent: dict[str, list[str]] | None = None
+    if settings.search_context_weight > 0 and records:
         hood = context.neighbours(
             store, req.flt, list(records.values()),
             timedelta(hours=settings.search_context_gap_hours),
@@ -69,49 +167,75 @@ def gather(store: Store, req: SearchRequest, settings: Settings) -> list[Candida
             for other in hood.adjacent.get(memory_id, ()):
                 records.setdefault(other, hood.rows[other])
         adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in records] for i in records}
-    missing = [i for i in records if i not in cosines]
-    if missing:  # keyword-only candidates (and neighbours) still get their true cosine
-        vectors = store.vectors(missing)
-        query = np.asarray(req.vector, dtype=np.float32)
-        qnorm = float(np.linalg.norm(query)) or 1.0
-        for memory_id, vec in vectors.items():
-            norm = float(np.linalg.norm(vec)) or 1.0
-            cosines[memory_id] = float(vec @ query) / (norm * qnorm)
-    found = {i: Candidate(rec, cosine=cosines.get(i, 0.0)) for i, rec in records.items()}
-    for memory_id, cand in found.items():
-        near = adjacent.get(memory_id, ())
-        cand.keyword_score = keyword.get(memory_id, 0.0)
-        cand.vector_context = signals.with_context(
-            cand.cosine, [cosines.get(o, 0.0) for o in near], weight
-        )
-        cand.keyword_context = signals.with_context(
-            cand.keyword_score, [keyword.get(o, 0.0) for o in near], weight
-        )
-    if adjacent:
-        vector_order = [
-            i for i in sorted(found, key=lambda i: (-found[i].vector_context, i))
-            if found[i].vector_context > settings.search_min_similarity
-        ][:fetch]  # fmt: skip
-        keyword_order = [
-            i for i in sorted(found, key=lambda i: (-found[i].keyword_context, i))
-            if found[i].keyword_context > 0
-        ][:fetch]  # fmt: skip
-    else:
-        vector_order = [i for i, _ in by_vector if i in found]
-        keyword_order = [i for i, _ in by_keyword if i in found]
-    if keyword_order and settings.search_keyword_min_ratio > 0:
-        # A keyword match scoring a sliver of the best one (only common words in
-        # common) is not evidence: its rank would be noise in the fusion.
-        floor = settings.search_keyword_min_ratio * found[keyword_order[0]].keyword_context
-        keyword_order = [i for i in keyword_order if found[i].keyword_context >= floor]
-    for rank, memory_id in enumerate(vector_order, start=1):
-        found[memory_id].vector_rank = rank
-    for rank, memory_id in enumerate(keyword_order, start=1):
-        found[memory_id].keyword_rank = rank
-    candidates = [c for c in found.values() if c.vector_rank or c.keyword_rank]
+    ids = list(records)
+    cosines = _true_cosines(store, req, stages, ids)
+    ranked = _rank(ids, stages, cosines, adjacent, settings)
+    keyword = dict(stages.by_keyword)
+    candidates = [
+        _candidate(records[i], ranked, cosines, keyword)
+        for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank
+    ]  # fmt: skip
     if req.profile.needs_coverage and candidates:
         _add_coverage(store, req.query, candidates)
     return candidates
+
+
+#: Whole records the bounded path loads and scores per step.
+_BOUNDED_STEP = 8
+#: Slack on a bound (its factors multiply in another order than the score's).
+_BOUND_SLACK = 1e-9
+
+
+def _bounded(
+    store: Store, req: SearchRequest, settings: Settings, stages: _Stages, ctx: ScoringContext
+) -> list[Candidate] | None:
+    """The candidates that can make the top ``limit``, scored; None when the
+    profile has no bound or the candidates have conversation context (then
+    :func:`_assemble` loads them all).
+
+    Gives the same top ``limit`` as scoring every candidate: the ranks come from
+    the same stage lists and cosines, each candidate's score is bounded from a
+    few columns (:class:`RankRow`), and candidates are loaded and scored in
+    order of their bound until the next bound is under the ``limit``-th score.
+    """
+    bound = req.profile.bound
+    if bound is None or req.profile.needs_coverage:
+        return None
+    rows = store.rank_rows(stages.ids())
+    ids = list(rows)
+    if settings.search_context_weight > 0 and any(r.session_id for r in rows.values()):
+        return None
+    # No candidate has a session, so none has neighbours: what _assemble's
+    # context step would give (every candidate, none adjacent).
+    adjacent: dict[str, list[str]] | None = None
+    if settings.search_context_weight > 0 and ids:
+        adjacent = {i: [] for i in ids}
+    cosines = _true_cosines(store, req, stages, ids)
+    ranked = _rank(ids, stages, cosines, adjacent, settings)
+    keyword = dict(stages.by_keyword)
+    bounds = sorted(
+        ((bound(ranked.vector_rank.get(i), ranked.keyword_rank.get(i), rows[i], ctx), i)
+         for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank),
+        key=lambda item: (-item[0], item[1]),
+    )  # fmt: skip
+    scored: list[Candidate] = []
+    best: list[float] = []  # scores so far, best first
+    at = 0
+    while at < len(bounds):
+        if len(best) >= req.limit and bounds[at][0] * (1 + _BOUND_SLACK) < best[req.limit - 1]:
+            break
+        step = [i for _, i in bounds[at : at + max(_BOUNDED_STEP, 2 * req.limit - len(best))]]
+        at += len(step)
+        records = store.get_many(step)
+        for memory_id in step:
+            if memory_id not in records:  # deleted since the stages ran
+                continue
+            cand = _candidate(records[memory_id], ranked, cosines, keyword)
+            cand.score = req.profile.scorer(cand, ctx)
+            scored.append(cand)
+            best.append(cand.score)
+        best.sort(reverse=True)
+    return scored
 
 
 def _add_coverage(store: Store, query: str, candidates: list[Candidate]) -> None:
@@ -130,7 +254,7 @@ def run(
     reranker: Reranker | None = None,
 ) -> list[Candidate]:
     """Scored, ordered candidates, at most ``req.limit``."""
-    candidates = gather(store, req, settings)
+    stages = _stages(store, req, settings)
     ctx = ScoringContext(
         now=req.now,
         settings=settings,
@@ -138,8 +262,14 @@ def run(
         query_words=frozenset(cues.words(req.query)),
         query_dates=tuple(cues.query_dates(req.query)),
     )
-    for cand in candidates:
-        cand.score = req.profile.scorer(cand, ctx)
+    rescored = settings.memory_selroute_enabled or (
+        reranker is not None and settings.memory_reranker_enabled
+    )  # both change scores after the profile's: every candidate counts
+    candidates = None if rescored else _bounded(store, req, settings, stages, ctx)
+    if candidates is None:
+        candidates = _assemble(store, req, settings, stages)
+        for cand in candidates:
+            cand.score = req.profile.scorer(cand, ctx)
     if settings.memory_selroute_enabled:
         kind, favoured = route(req.query)
         for cand in candidates:

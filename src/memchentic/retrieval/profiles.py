@@ -16,6 +16,7 @@ from ..clock import age_days
 from ..errors import ValidationError
 from ..record import MemoryRecord
 from ..settings import Settings
+from ..store.base import RankRow
 from . import cues, signals
 
 
@@ -51,6 +52,7 @@ class ScoringContext:
 EPISODIC_TYPES = frozenset({"episodic"})
 
 Scorer = Callable[[Candidate, ScoringContext], float]
+Bound = Callable[[int | None, int | None, RankRow, ScoringContext], float]
 
 
 def _rank_value(rank: int | None) -> float:
@@ -98,6 +100,33 @@ def score_rrf(c: Candidate, ctx: ScoringContext) -> float:
     score = 1.0
     for value in parts.values():
         score *= value
+    return score
+
+
+def bound_rrf(
+    vector_rank: int | None, keyword_rank: int | None, row: RankRow, ctx: ScoringContext
+) -> float:
+    """An upper bound of :func:`score_rrf` from the ranks and a :class:`RankRow`:
+    every factor exactly, but the speaker and date cues (which read the content
+    and dates) at their largest. Lets the pipeline load and score only the
+    candidates that can still reach the top."""
+    s = ctx.settings
+    age = age_days(ctx.now, row.updated_at)
+    score = signals.match((vector_rank, keyword_rank), s.rrf_k)
+    score *= signals.freshness(age, s.search_recency_half_life_days)
+    score *= signals.path_factor(signals.paths_match(row.path_hint, ctx.path_hint),
+                                 s.search_path_boost)  # fmt: skip
+    score *= signals.confidence_factor(row.kind, row.reinforcement,
+                                       s.search_guide_confidence_weight)  # fmt: skip
+    score *= signals.usage(row.recall_count, s.memory_usage_score_weight)
+    if ctx.query_words:
+        score *= max(1.0, 1.0 + s.search_speaker_boost)
+    if ctx.query_dates:
+        score *= max(1.0, 1.0 + s.search_date_boost)
+    if row.type in EPISODIC_TYPES:
+        score *= signals.horizon(
+            age, s.search_recency_half_life_days, s.search_episodic_recency_days
+        )
     return score
 
 
@@ -153,9 +182,14 @@ class SearchProfile:
     #: Whether the scorer needs keyword coverage (IDF-weighted) of each candidate.
     needs_coverage: bool = False
     description: str = ""
+    #: An upper bound of the score from the ranks and a ``RankRow`` (see ``bound_rrf``);
+    #: with one, the pipeline loads and scores only the candidates that can rank.
+    bound: Bound | None = None
 
 
-RRF = SearchProfile("rrf", score_rrf, description="match x freshness x path x confidence x usage")
+RRF = SearchProfile(
+    "rrf", score_rrf, description="match x freshness x path x confidence x usage", bound=bound_rrf
+)
 COSINE_DECAY = SearchProfile(
     "cosine_decay",
     score_cosine_decay,

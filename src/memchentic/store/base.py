@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -67,6 +67,19 @@ class MemoryFilter:
             and self.created_before is None
             and not self.exclude_ids
         )
+
+
+class RankRow(NamedTuple):
+    """The columns a ranking bound needs (see ``retrieval.pipeline``), read for
+    every candidate before the few whole records that can rank are loaded."""
+
+    session_id: str | None
+    updated_at: datetime | None
+    kind: str
+    type: str
+    reinforcement: int
+    recall_count: int
+    path_hint: str | None
 
 
 @dataclass(slots=True)
@@ -136,6 +149,14 @@ class Store(ABC):
 
     @abstractmethod
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
+
+    def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
+        """:class:`RankRow` of each id found (backends read just those columns)."""
+        return {
+            r.id: RankRow(r.session_id, r.updated_at, r.kind, r.type, r.reinforcement,
+                          r.recall_count, r.path_hint)
+            for r in self.get_many(ids).values()
+        }  # fmt: skip
 
     @abstractmethod
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...

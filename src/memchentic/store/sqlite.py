@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..clock import to_text
+from ..clock import from_text, to_text
 from ..errors import NotAStoreError, StoreError
 from ..record import Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
-from .base import MemoryFilter, Store, StoreStats
+from .base import MemoryFilter, RankRow, Store, StoreStats
 from .migrations.sqlite import TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
@@ -315,6 +315,20 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             for row in rows:
                 record = row_to_record(row)
                 out[record.id] = record
+        return out
+
+    def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
+        out: dict[str, RankRow] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.conn.execute(
+                "SELECT id, session_id, updated_at, kind, type, reinforcement, recall_count, "
+                f"path_hint FROM memories WHERE id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            for memory_id, session, updated, *rest in rows:
+                out[memory_id] = RankRow(session, from_text(updated), *rest)
         return out
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import datetime
 from typing import Any
 
 from ..clock import from_text, to_text
@@ -56,15 +57,33 @@ def record_params(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(values[c] for c in COLUMNS)
 
 
+def _json(text: str | None, empty: type[list[Any]] | type[dict[str, Any]]) -> Any:
+    # Most rows hold no tags, entities or metadata: skip the parser for those.
+    return empty() if not text or text in ("[]", "{}") else json.loads(text)
+
+
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
 def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
-    data = dict(zip(COLUMNS, row, strict=True))
-    data["metadata"] = json.loads(data["metadata"] or "{}")
-    data["tags"] = json.loads(data["tags"] or "[]")
-    data["entities"] = json.loads(data["entities"] or "[]")
-    data["pinned"] = bool(data["pinned"])
-    for name in _TIME_FIELDS:
-        data[name] = from_text(data[name])
-    return MemoryRecord(**data)
+    """A row in :data:`COLUMNS` order as a record (on every search's candidates:
+    unpacked by position, not through a dict)."""
+    (id_, namespace, kind, type_, content, title, tier_l0, tier_l1, tags, path_hint, repo,
+     entities, slot_key, user_id, agent_id, session_id, confidence, reinforcement,
+     importance, polarity, pinned, created_at, updated_at, valid_from, valid_to, expires_at,
+     recall_count, last_recalled_at, superseded_by, metadata) = row  # fmt: skip
+    return MemoryRecord(
+        id=id_, namespace=namespace, content=content, kind=kind, type=type_, title=title,
+        tier_l0=tier_l0, tier_l1=tier_l1, tags=_json(tags, list), path_hint=path_hint,
+        repo=repo, entities=_json(entities, list), slot_key=slot_key, user_id=user_id,
+        agent_id=agent_id, session_id=session_id, confidence=confidence,
+        reinforcement=reinforcement, importance=importance, polarity=polarity,
+        pinned=bool(pinned), created_at=_time(created_at), updated_at=_time(updated_at),
+        valid_from=_time(valid_from), valid_to=_time(valid_to), expires_at=_time(expires_at),
+        recall_count=recall_count, last_recalled_at=_time(last_recalled_at),
+        metadata=_json(metadata, dict), superseded_by=superseded_by,
+    )  # fmt: skip
 
 
 def row_to_edge(row: tuple[Any, ...]) -> Edge:
