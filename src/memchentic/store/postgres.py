@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..record import Edge, MemoryRecord, Version
-from .base import MemoryFilter, Store, StoreStats
+from .base import MemoryFilter, RankRow, Store, StoreStats
 from .postgres_check import PostgresCheck
 from .postgres_connect import open_location
 from .postgres_directory import PostgresDirectory
@@ -36,6 +36,7 @@ from .postgres_rows import (
     row_to_record,
     row_to_version,
     tsv_params,
+    utc,
     where,
 )
 from .postgres_search import PostgresSearch
@@ -168,6 +169,17 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
             (list(dict.fromkeys(ids)),),
         )
         return {r.id: r for r in map(row_to_record, rows)}
+
+    def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT id, session_id, updated_at, kind, type, reinforcement, recall_count, "
+            "path_hint FROM memories WHERE id = ANY(%s)",
+            (list(dict.fromkeys(ids)),),
+        )
+        return {memory_id: RankRow(session, utc(updated), *rest)
+                for memory_id, session, updated, *rest in rows}  # fmt: skip
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
