@@ -159,6 +159,38 @@ class PostgresSearch(PgConnections):
             found = self._exact(query, fetch, cond, params)
         return self._rescore(query, found, k)
 
+    def similar_many(
+        self, vectors: np.ndarray, k: int, min_cosine: float
+    ) -> list[list[tuple[str, float]]]:
+        """One statement for the whole batch: each vector's ``k`` nearest rows by the
+        HNSW index (or an exact scan in a small store), any namespace or state."""
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        dimension, total = self._vector_state()
+        if not len(queries) or k <= 0:
+            return [[] for _ in range(len(queries))]
+        size = int(queries.shape[1])
+        cast = f"vector({size})"
+        # The index (on a cast to the store's dimension) when there is one to use.
+        indexed = dimension == size and total > min(self.exact_vector_rows, EXACT_SCAN_MAX)
+        order = f"v.embedding::{cast} <=> q.v" if indexed else "v.embedding <=> q.v"
+        # The batch travels as one flat real[] and is cut into vectors by the server.
+        rows = self._rows(
+            f"WITH q AS (SELECT i, ((%s::real[])[(i - 1) * {size} + 1 : i * {size}])::{cast} "
+            f"AS v FROM generate_series(1, %s) AS i) "
+            f"SELECT q.i, s.id, s.distance FROM q "
+            f"CROSS JOIN LATERAL (SELECT m.id, {order} AS distance FROM memory_vectors v "
+            f"JOIN memories m ON m.key = v.key WHERE vector_dims(v.embedding) = {size} "
+            f"ORDER BY {order} LIMIT %s) s",
+            (queries.ravel().tolist(), len(queries), k),
+        )
+        out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+        for i, memory_id, distance in rows:
+            if 1.0 - float(distance) >= min_cosine:
+                out[int(i) - 1].append((memory_id, 1.0 - float(distance)))
+        for hits in out:
+            hits.sort(key=lambda item: -item[1])
+        return out
+
     def _exact(
         self, query: np.ndarray, fetch: int, cond: str, params: list[Any]
     ) -> list[tuple[str, np.ndarray]]:
