@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     )
     search_common_window: int = _env(
         "SEARCH_COMMON_WINDOW",
-        5000,
+        1000,
         "Queries of only common words rank the newest this-many matches.",
         ge=1,
     )

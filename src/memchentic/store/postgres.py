@@ -57,7 +57,7 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
         url: str,
         *,
         common_term_docs: int = 20000,
-        common_window: int = 5000,
+        common_window: int = 1000,
         exact_vector_rows: int = 20000,
         title_weight: float = 3.0,
     ) -> None:

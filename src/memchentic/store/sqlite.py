@@ -62,7 +62,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         path: str | os.PathLike[str],
         *,
         common_term_docs: int = 20000,
-        common_window: int = 5000,
+        common_window: int = 1000,
         exact_vector_rows: int = 20000,
         title_weight: float = 3.0,
     ) -> None:
