@@ -176,7 +176,8 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     unit = matrix / norms
-    namespaces = np.array([record.namespace for _, record, _ in items], dtype=object)
+    codes: dict[str, int] = {}
+    namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in items])
     polarity = np.array([record.polarity for _, record, _ in items])
     # Earlier writes of the batch: one product, lower triangle.
     sims = np.tril(unit @ unit.T, k=-1)
