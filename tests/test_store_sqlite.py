@@ -118,3 +118,36 @@ def test_a_rolled_back_write_leaves_no_vector_behind(mem: Memory):
     assert mem.search("phantom quasars") == []
     real = mem.add("real row about pulsars")
     assert [h.id for h in mem.search("real pulsars")] == [real.id]
+
+
+def test_common_words_rank_the_newest_window_by_idf(db_path: Path):
+    """In a store larger than SEARCH_COMMON_TERM_DOCS, when a query's words match
+    more rows than SEARCH_COMMON_WINDOW, only the newest window of their matches is
+    ranked, by the idf of the query words each row holds (both words above the
+    rarer one alone, above the commoner one alone; ties newest first)."""
+    from memchentic import Settings
+    from memchentic.store.base import MemoryFilter
+
+    settings = Settings(search_common_term_docs=80, search_common_window=12)
+    with Memory(path=db_path, embedder="hash", settings=settings) as m:
+        words = [[w for w, keep in (("alpha", i % 2 == 0), ("beta", i % 3 == 0)) if keep]
+                 for i in range(90)]  # fmt: skip
+        texts = [f"row {i} " + " ".join(ws) + (" zebra" if i == 4 else "")
+                 for i, ws in enumerate(words)]  # fmt: skip
+        ids = [r.id for r in m.add_many(texts, on_duplicate="keep")]
+        flt = MemoryFilter(include_superseded=True)
+        hits = m.store.keyword_search("alpha beta", 50, flt)
+        matching = [i for i, ws in enumerate(words) if ws]
+        window = matching[-12:]
+        assert sorted(ids.index(i) for i, _ in hits) == window
+        def group(i: int) -> int:
+            return {("alpha", "beta"): 0, ("beta",): 1, ("alpha",): 2}[tuple(words[i])]
+        expected = sorted(window, key=lambda i: (group(i), -i))
+        assert [ids.index(i) for i, _ in hits] == expected
+        assert hits[0][1] > hits[-1][1] > 0
+        # with a much rarer word in the query, only that word is ranked
+        assert [i for i, _ in m.store.keyword_search("alpha zebra", 50, flt)] == [ids[4]]
+        # a restricted filter keeps the window's rows that pass it
+        dropped = {ids[i] for i in window[-4:]}
+        only = m.store.keyword_search("alpha beta", 50, MemoryFilter(exclude_ids=list(dropped)))
+        assert {i for i, _ in only} == {ids[i] for i in window} - dropped
