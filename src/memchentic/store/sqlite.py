@@ -147,6 +147,9 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
     def close(self) -> None:
         if self._closed:
             return
+        if self._index is not None:  # bulk writes leave it behind the log: catch up
+            with contextlib.suppress(SQLiteStoreError, StoreError):
+                self._sync_index()
         with self._index_lock:
             if self._index is not None and len(self._index):
                 # The index is a cache: on failure the next open rebuilds or replays.
@@ -477,8 +480,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         if index is None or not len(index) or k <= 0:
             return [[] for _ in range(len(queries))]
-        many = getattr(index, "search_many", None)  # TEMP until vectors.py lands
-        found = many(queries, k) if many else [index.search(q, k) for q in queries]
+        found = index.search_many(queries, k)
         close = [[(key, c) for key, c in hits if c >= min_cosine] for hits in found]
         ids = self._ids_of([key for hits in close for key, _ in hits])
         return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]

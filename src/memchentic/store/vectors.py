@@ -2,44 +2,98 @@
 
 The rows' vectors in the database are the truth; this index is a cache of
 them, keyed by the row's integer key, that a store keeps in step with a change
-log (see ``sqlite.py``). It has two parts, and every key lives in exactly one:
+log (see ``sqlite.py``). Vectors are held unit-normalised in float32, in *lists*:
+growable matrices of rows with their keys. The index has two forms:
 
-* a **flat** part: unit-normalised float32 rows in one numpy matrix, searched
-  exactly (one matrix-vector product). A small store (up to ``exact_below``
-  vectors) keeps everything here, so its searches are exact and its writes
-  never pay for a graph;
-* a **graph** part: an HNSW graph (usearch, cosine, half precision) built once
-  the store outgrows ``exact_below``. New vectors still land in the flat part
-  first and move into the graph in batches of :data:`FLUSH_AT` (one
-  multi-threaded insert instead of one call per write).
+* **flat** (up to ``exact_below`` vectors): one list, scanned whole by every
+  search, so a small store's searches are exact;
+* **IVF-Flat** (above): ``nlist`` lists around centroids from spherical k-means.
+  A search ranks the centroids against the query and scans the ``nprobe``
+  nearest lists, each with one product over its contiguous rows. An insert goes
+  straight into the list of its nearest centroid and a removal moves the list's
+  last row into the hole: nothing is deferred.
 
-A search asks both parts and merges; with ``exact_below`` vectors or fewer the
-graph part is scanned exactly too. Scores it returns are approximate (the graph
-holds half precision); stores re-score the final candidates from the stored
-float32 vectors. It can also scan a given subset exactly, which the store uses
-when a filter leaves few rows.
+Why IVF and not a graph (usearch's HNSW, used before): an insert costs ``nlist``
+dot products (one matrix product per batch) and a copy, where a graph insert is
+a search of its own (usearch took about 2,200 vectors/s here, this index about
+65,000/s, trainings included); and the rows stay exact float32, so the cosines
+it returns are exact and a neighbour is missed only when its list is not probed,
+a rate the index measures itself instead of assuming.
+
+The parameters, measured with ``bench/vector_index.py`` (the corpus of
+``bench/search_scale.py``: 384 dimensions, clustered like text embeddings):
+
+* ``nlist`` = sqrt(N) at training (:data:`LISTS_PER_SQRT_N`). A search scans about
+  ``nprobe x N / nlist`` rows; more lists (4 sqrt(N), N / 250) need
+  proportionally more probes for the same recall, so scan hardly fewer rows,
+  while every insert and re-bucketing costs ``nlist`` dot products.
+* Training: :data:`KMEANS_ROUNDS` rounds of spherical k-means on a seeded sample of
+  :data:`SAMPLE_PER_LIST` rows a list (more rounds or rows did not change recall),
+  so the same changes in the same order give the same index. It is redone when
+  the store has grown or shrunk :data:`RETRAIN_FACTOR` times since the last
+  training, re-bucketing every row (a list's rows against the
+  :data:`REBUCKET_CANDIDATES` new centroids nearest its old one), so that cost
+  stays a fixed share of the inserts and the lists follow the data. It runs in the
+  write that crosses the line: about 0.7 s at 85k vectors, 2 s at 340k, 8 s at 1M.
+* ``nprobe`` is calibrated at each training rather than guessed: the index takes
+  :data:`CALIBRATION_QUERIES` of its rows, moves each off the data by isotropic
+  noise (:data:`CALIBRATION_NOISE`: cosine ~0.7 to its row), finds their true 10
+  and 100 nearest rows and keeps the fewest probes that reach
+  :data:`CALIBRATION_RECALL` of them. A search for ``k`` probes that many lists
+  (interpolated on log k between 10 and 100, extrapolated past it, at least
+  :data:`MIN_PROBE`), and more while they hold under :data:`ROWS_PER_RESULT` x
+  ``k`` rows. On the corpus that is 5 to 10 lists (recall@10 0.995 or more at
+  100k and 1M); on uniformly random vectors, which have no clusters to find, it
+  is nearly all of them: recall holds, at the cost of a near-full scan.
+
+It can also scan a given subset exactly, which the store uses when a filter
+leaves few rows.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import threading
-from collections.abc import Iterator, Sequence
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 import numpy as np
 
-#: Graph degree and build effort; with :data:`EXPANSION_SEARCH_MIN` they give
-#: recall@10 >= 0.98 of an exact scan on clustered data (see bench/README.md).
-CONNECTIVITY = 24
-EXPANSION_ADD = 128
-EXPANSION_SEARCH_MIN = 128
-#: Vectors the flat part holds before they move into the graph in one batch.
-FLUSH_AT = 1024
+#: Lists per sqrt(vectors) at training: nlist = sqrt(N).
+LISTS_PER_SQRT_N = 1.0
+#: k-means sample (rows per list) and rounds.
+SAMPLE_PER_LIST = 32
+KMEANS_ROUNDS = 4
+#: Retrain once the store has grown or shrunk this many times since the last training.
+RETRAIN_FACTOR = 4
+#: Re-bucketing compares an old list's rows with this many new centroids, those
+#: nearest to the list's old centroid (not with all of them).
+REBUCKET_CANDIDATES = 64
+#: Calibration of nprobe: queries (own rows plus noise of this norm) and the recall
+#: to reach at k = 10 and k = 100.
+CALIBRATION_QUERIES = 256
+CALIBRATION_NOISE = 1.0
+#: Rows searched for the calibration queries' true neighbours (at most; see _calibrate).
+CALIBRATION_ROWS = 1 << 18
+CALIBRATION_RECALL = {10: 0.99, 100: 0.98}
+#: Fewest lists a search probes.
+MIN_PROBE = 4
+#: And it probes more while the lists scanned hold fewer than this many rows a result.
+ROWS_PER_RESULT = 2
+#: Seed of the sampling in training and calibration (mixed with the vector count).
+SEED = 0x5EED
+
+_SLOT_BITS = 32  # a key's place: list << _SLOT_BITS | row within the list
+_SLOT_MASK = (1 << _SLOT_BITS) - 1
+_CHUNK_ROWS = 4096  # rows per matrix product in bulk assignment
+_FLOAT32 = np.dtype(np.float32).str
+_UINT64 = np.dtype(np.uint64).str
 
 
 @contextmanager
@@ -60,66 +114,6 @@ def _unit_rows(vectors: np.ndarray, dimension: int) -> np.ndarray:
     return matrix / norms
 
 
-class _Flat:
-    """Unit float32 rows in a growable matrix, with a key -> row map."""
-
-    def __init__(self, dimension: int) -> None:
-        self.dimension = dimension
-        self.keys = np.empty(0, dtype=np.uint64)
-        self.matrix = np.empty((0, dimension), dtype=np.float32)
-        self.size = 0
-        self.slot: dict[int, int] = {}
-
-    def __len__(self) -> int:
-        return self.size
-
-    def _grow(self, need: int) -> None:
-        if need <= len(self.keys):
-            return
-        cap = max(need, 2 * len(self.keys), 1024)
-        keys = np.empty(cap, dtype=np.uint64)
-        matrix = np.empty((cap, self.dimension), dtype=np.float32)
-        keys[: self.size] = self.keys[: self.size]
-        matrix[: self.size] = self.matrix[: self.size]
-        self.keys, self.matrix = keys, matrix
-
-    def upsert(self, keys: Sequence[int], unit: np.ndarray) -> None:
-        self._grow(self.size + len(keys))
-        for key, row in zip(keys, unit, strict=True):
-            at = self.slot.get(key)
-            if at is None:
-                at = self.slot[key] = self.size
-                self.keys[at] = key
-                self.size += 1
-            self.matrix[at] = row
-
-    def remove(self, keys: Sequence[int]) -> None:
-        for key in keys:
-            at = self.slot.pop(key, None)
-            if at is None:
-                continue
-            last = self.size - 1
-            if at != last:  # move the last row into the hole
-                moved = int(self.keys[last])
-                self.keys[at] = moved
-                self.matrix[at] = self.matrix[last]
-                self.slot[moved] = at
-            self.size = last
-
-    def take(self) -> tuple[np.ndarray, np.ndarray]:
-        """All keys and rows, emptying the part."""
-        keys, matrix = self.keys[: self.size].copy(), self.matrix[: self.size].copy()
-        self.__init__(self.dimension)  # type: ignore[misc]
-        return keys, matrix
-
-    def search(self, unit_query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        if self.size == 0 or k <= 0:
-            return []
-        # einsum, not BLAS: a multi-threaded sgemv stalls badly when the cores are busy
-        sims = np.einsum("ij,j->i", self.matrix[: self.size], unit_query)
-        return _top(self.keys[: self.size], sims, k)
-
-
 def _top(keys: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
     k = min(k, len(sims))
     top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
@@ -127,16 +121,346 @@ def _top(keys: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
     return list(zip(keys[top].tolist(), sims[top].tolist(), strict=True))
 
 
-class VectorIndex:
-    """A thread-safe vector index: exact up to ``exact_below`` vectors, HNSW above.
+def _nearest(rows: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Each row's nearest centroid (by dot product)."""
+    out = np.empty(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), _CHUNK_ROWS):
+        block = rows[start : start + _CHUNK_ROWS]
+        out[start : start + len(block)] = np.argmax(block @ centroids.T, axis=1)
+    return out
 
-    Up to ``exact_below`` vectors (*exact mode*) the flat part holds every vector
-    and answers alone. Past half of that a *shadow* graph starts to fill in the
-    background of the writes: each write lets at most two vectors' worth of graph
-    inserts happen (in batches of :data:`FLUSH_AT`), so the graph is nearly
-    complete when the store outgrows ``exact_below`` and no single write pays for
-    building it. Past ``exact_below`` the flat part holds only the vectors not yet
-    in the graph.
+
+def _kmeans(sample: np.ndarray, nlist: int, rng: np.random.Generator) -> np.ndarray:
+    """Spherical k-means: unit centroids; an emptied list is reseeded from the sample."""
+    centroids = sample[rng.choice(len(sample), nlist, replace=False)]
+    columns = np.ascontiguousarray(sample.T)
+    for _ in range(KMEANS_ROUNDS):
+        labels = _nearest(sample, centroids)
+        # one bincount a dimension: faster than sorting the rows and np.add.reduceat
+        sums = np.stack([np.bincount(labels, column, nlist) for column in columns], axis=1)
+        empty = np.flatnonzero(np.bincount(labels, minlength=nlist) == 0)
+        if len(empty):
+            sums[empty] = sample[rng.choice(len(sample), len(empty), replace=False)]
+        centroids = _unit_rows(sums, sample.shape[1])
+    return centroids
+
+
+def _rebucket(
+    blocks: Sequence[np.ndarray], old_centroids: np.ndarray, centroids: np.ndarray
+) -> np.ndarray:
+    """Each row's nearest new centroid, for the rows of an older training's lists
+    (``blocks``, list by list): a list's rows are compared with the
+    :data:`REBUCKET_CANDIDATES` new centroids nearest to its old centroid only."""
+    wanted = min(len(centroids), REBUCKET_CANDIDATES)
+    near = np.argsort(-(old_centroids @ centroids.T), axis=1, kind="stable")[:, :wanted]
+    labels = [np.empty(0, dtype=np.int64)]
+    for lid, rows in enumerate(blocks):
+        if len(rows):
+            labels.append(near[lid][np.argmax(rows @ centroids[near[lid]].T, axis=1)])
+    return np.concatenate(labels)
+
+
+def _exact_top(queries: np.ndarray, blocks: Sequence[np.ndarray], depth: int) -> np.ndarray:
+    """Each query's ``depth`` nearest rows, best first (exact), as indices into the
+    rows of ``blocks`` one after the other.
+
+    Each query's ``depth``-th best cosine among an evenly spread subset of the rows
+    is a floor for its ``depth``-th best among all, so only rows at or above it
+    need ranking (a full argpartition of every score is the slow part otherwise).
+    """
+    total = sum(len(rows) for rows in blocks)
+    stride = max(1, total // max(depth, 4 * math.isqrt(depth * total)))
+    sims = queries @ np.concatenate([rows[::stride] for rows in blocks]).T
+    # (less a little: the same dot product may round differently in another product)
+    floor = -np.partition(-sims, depth - 1, axis=1)[:, depth - 1] - 1e-4
+    asker, found, score = [], [], []
+    offset = 0
+    for rows in blocks:
+        for start in range(0, len(rows), 16 * _CHUNK_ROWS):
+            sims = queries @ rows[start : start + 16 * _CHUNK_ROWS].T
+            q, at = np.nonzero(sims >= floor[:, None])
+            asker.append(q)
+            found.append(at + (offset + start))
+            score.append(sims[q, at])
+        offset += len(rows)
+    q, at, sim = np.concatenate(asker), np.concatenate(found), np.concatenate(score)
+    order = np.lexsort((-sim, q))  # by query, best first
+    q, at = q[order], at[order]
+    rank = np.arange(len(q)) - np.searchsorted(q, np.arange(len(queries)))[q]
+    return at[rank < depth].reshape(len(queries), depth)
+
+
+def _calibrate(
+    sample: np.ndarray,
+    blocks: Sequence[np.ndarray],
+    labels: np.ndarray,
+    centroids: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Lists to probe for recall :data:`CALIBRATION_RECALL` at k = 10 and k = 100, for
+    queries near rows of ``sample``; ``labels`` gives the list of each row of ``blocks``.
+
+    Past :data:`CALIBRATION_ROWS` rows the neighbours are looked for among every
+    n-th row only: a subset's 10 nearest lie further out than the whole's, so the
+    probes that reach them are, if anything, more than needed.
+    """
+    dimension = sample.shape[1]
+    picks = rng.choice(len(sample), min(len(sample), CALIBRATION_QUERIES), replace=False)
+    noise = rng.standard_normal((len(picks), dimension), dtype=np.float32)
+    noise *= CALIBRATION_NOISE / math.sqrt(dimension)
+    queries = _unit_rows(sample[picks] + noise, dimension)
+    stride = -(-len(labels) // CALIBRATION_ROWS)
+    if stride > 1:
+        starts = np.cumsum([0, *(len(rows) for rows in blocks[:-1])]).tolist()
+        labels = np.concatenate(
+            [labels[at : at + len(rows) : stride] for at, rows in zip(starts, blocks, strict=True)]
+        )
+        blocks = [rows[::stride] for rows in blocks]
+    truth = _exact_top(queries, blocks, min(100, len(labels)))
+    order = np.argsort(-(queries @ centroids.T), axis=1, kind="stable")
+    rank = np.empty_like(order)  # rank[q, list]: where that list comes in q's probe order
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(len(centroids)), order.shape), 1)
+    needed = np.take_along_axis(rank, labels[truth], 1) + 1  # probes to reach each neighbour
+    out = []
+    for k, recall in CALIBRATION_RECALL.items():
+        ranks = np.sort(needed[:, :k], axis=None)
+        out.append(float(ranks[max(0, math.ceil(recall * len(ranks)) - 1)]))
+    return out[0], out[1]
+
+
+def _groups(labels: np.ndarray) -> Iterator[tuple[int, int, int]]:
+    """(label, start, stop) of each run of equal values in sorted ``labels``."""
+    cuts = (np.flatnonzero(np.diff(labels)) + 1).tolist()
+    starts, stops = [0, *cuts], [*cuts, len(labels)]
+    if len(labels):
+        yield from zip(labels[starts].tolist(), starts, stops, strict=True)
+
+
+class _Lists:
+    """Unit float32 rows grouped in lists (one list and no centroids: flat).
+
+    Each list is a growable matrix and its keys; ``where`` maps a key to its place
+    (``list << 32 | row``). Rows are numbered list by list where a whole-index
+    order is needed (training, saving).
+    """
+
+    def __init__(
+        self,
+        dimension: int,
+        centroids: np.ndarray | None = None,
+        probes: tuple[float, float] = (1.0, 1.0),
+    ) -> None:
+        self.dimension = dimension
+        self.centroids = centroids
+        #: Lists to probe for k = 10 and k = 100 (calibrated at training).
+        self.probes = probes
+        self.nlist = 1 if centroids is None else len(centroids)
+        self.rows: list[np.ndarray] = [np.empty((0, dimension), np.float32)] * self.nlist
+        self.keys: list[np.ndarray] = [np.empty(0, np.uint64)] * self.nlist
+        self.sizes = np.zeros(self.nlist, dtype=np.int64)
+        self.where: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def blocks(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each list's rows and keys (views)."""
+        sizes = self.sizes.tolist()
+        return (
+            [rows[:size] for rows, size in zip(self.rows, sizes, strict=True)],
+            [keys[:size] for keys, size in zip(self.keys, sizes, strict=True)],
+        )
+
+    # --- building -------------------------------------------------------------------
+    def _allocate(self, sizes: np.ndarray) -> None:
+        """Empty lists with room for these sizes and a quarter more."""
+        for lid, size in enumerate(sizes.tolist()):
+            self.rows[lid] = np.empty((size + size // 4 + 8, self.dimension), np.float32)
+            self.keys[lid] = np.empty(size + size // 4 + 8, np.uint64)
+        self.sizes[:] = sizes
+
+    def _index(self, keys: np.ndarray, labels: np.ndarray, slots: np.ndarray) -> None:
+        places = (labels << _SLOT_BITS) | slots
+        self.where = dict(zip(keys.tolist(), places.tolist(), strict=True))
+        if len(self.where) != len(keys):
+            raise ValueError("repeated keys")
+
+    def fill(
+        self, sizes: np.ndarray, keys: np.ndarray, read_rows: Callable[[np.ndarray], None]
+    ) -> None:
+        """Lists of these sizes with these keys (list by list); ``read_rows(out)`` fills
+        each list's rows in turn."""
+        self._allocate(sizes)
+        offsets = np.cumsum(sizes) - sizes
+        for lid, (offset, size) in enumerate(zip(offsets.tolist(), sizes.tolist(), strict=True)):
+            read_rows(self.rows[lid][:size])
+            self.keys[lid][:size] = keys[offset : offset + size]
+        labels = np.repeat(np.arange(self.nlist), sizes)
+        self._index(keys, labels, np.arange(len(keys)) - np.repeat(offsets, sizes))
+
+    def move_into(self, new: _Lists, labels: np.ndarray) -> None:
+        """Copy every row into ``new``: row ``i`` (list by list) into list ``labels[i]``."""
+        sizes = np.bincount(labels, minlength=new.nlist)
+        new._allocate(sizes)
+        order = np.argsort(labels, kind="stable")
+        slots = np.empty(len(labels), dtype=np.int64)  # each row's place in its new list
+        slots[order] = np.arange(len(labels)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        offset = 0
+        blocks, key_blocks = self.blocks()
+        for rows, keys in zip(blocks, key_blocks, strict=True):
+            mine = labels[offset : offset + len(rows)]
+            by_list = np.argsort(mine, kind="stable")
+            for lid, start, stop in _groups(mine[by_list]):
+                picked, first = by_list[start:stop], int(slots[offset + by_list[start]])
+                # straight into place; mode "raise" would buffer the output first
+                np.take(rows, picked, 0, new.rows[lid][first : first + stop - start], "clip")
+                new.keys[lid][first : first + stop - start] = keys[picked]
+            offset += len(rows)
+        new._index(np.concatenate([np.empty(0, np.uint64), *key_blocks]), labels, slots)
+
+    def _reserve(self, lid: int, need: int) -> None:
+        cap = max(need, len(self.keys[lid]) * 3 // 2, 16)
+        size = int(self.sizes[lid])
+        rows = np.empty((cap, self.dimension), dtype=np.float32)
+        keys = np.empty(cap, dtype=np.uint64)
+        rows[:size] = self.rows[lid][:size]
+        keys[:size] = self.keys[lid][:size]
+        self.rows[lid], self.keys[lid] = rows, keys
+
+    # --- changes --------------------------------------------------------------------
+    def assign(self, unit: np.ndarray) -> np.ndarray:
+        if self.centroids is None:
+            return np.zeros(len(unit), dtype=np.int64)
+        if len(unit) == 1:  # einsum, not BLAS: see search
+            return np.argmax(np.einsum("ij,j->i", self.centroids, unit[0]), keepdims=True)
+        return _nearest(unit, self.centroids)
+
+    def add(self, keys: np.ndarray, unit: np.ndarray) -> None:
+        """Append rows for keys not in the lists (each key once)."""
+        labels = self.assign(unit)
+        order = np.argsort(labels, kind="stable")
+        labels, keys, unit = labels[order], keys[order], unit[order]
+        starts = np.flatnonzero(np.diff(labels, prepend=-1))
+        counts = np.diff(starts, append=len(labels))
+        lids, ends = labels[starts], self.sizes[labels[starts]]
+        for lid, start, count, end in zip(
+            lids.tolist(), starts.tolist(), counts.tolist(), ends.tolist(), strict=True
+        ):
+            if end + count > len(self.keys[lid]):
+                self._reserve(lid, end + count)
+            self.rows[lid][end : end + count] = unit[start : start + count]
+            self.keys[lid][end : end + count] = keys[start : start + count]
+        self.sizes[lids] += counts
+        slots = np.arange(len(labels)) + np.repeat(ends - starts, counts)
+        places = (labels << _SLOT_BITS) | slots
+        self.where.update(zip(keys.tolist(), places.tolist(), strict=True))
+
+    def remove(self, keys: Iterable[int]) -> None:
+        where, sizes = self.where, self.sizes
+        for key in keys:
+            place = where.pop(key, None)
+            if place is None:
+                continue
+            lid, slot = place >> _SLOT_BITS, place & _SLOT_MASK
+            last = int(sizes[lid]) - 1
+            if slot != last:  # move the list's last row into the hole
+                list_keys = self.keys[lid]
+                moved = int(list_keys[last])
+                list_keys[slot] = moved
+                self.rows[lid][slot] = self.rows[lid][last]
+                where[moved] = place
+            sizes[lid] = last
+
+    # --- reading --------------------------------------------------------------------
+    def take_rows(self, numbers: np.ndarray) -> np.ndarray:
+        """The rows at these (sorted) numbers, counting list by list."""
+        ends = np.cumsum(self.sizes)
+        lids = np.searchsorted(ends, numbers, side="right")
+        return self._rows_at(lids, numbers - (ends - self.sizes)[lids])[1]
+
+    def _rows_at(self, lids: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and rows at these places (``lids`` sorted)."""
+        found_keys = [np.empty(0, np.uint64)]
+        found_rows = [np.empty((0, self.dimension), np.float32)]
+        for lid, start, stop in _groups(lids):
+            found_keys.append(self.keys[lid][slots[start:stop]])
+            found_rows.append(self.rows[lid][slots[start:stop]])
+        return np.concatenate(found_keys), np.concatenate(found_rows)
+
+    def gather(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The present ones of ``keys`` (each once) and their rows."""
+        where = self.where
+        places = np.fromiter((where.get(int(k), -1) for k in keys), np.int64, len(keys))
+        places = np.unique(places[places >= 0])
+        return self._rows_at(places >> _SLOT_BITS, places & _SLOT_MASK)
+
+    def nprobe(self, k: int) -> int:
+        at10, at100 = self.probes
+        want = at10 + max(0.0, at100 - at10) * math.log10(k / 10) if k > 10 else at10
+        return min(self.nlist, max(MIN_PROBE, math.ceil(want)))
+
+    def probe_plan(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """For each query: the lists in probe order and how many of them to scan."""
+        if self.centroids is None:
+            return np.zeros((len(queries), 1), np.int64), np.ones(len(queries), np.int64)
+        if len(queries) == 1:  # einsum, not BLAS: see search
+            sims = np.einsum("ij,j->i", self.centroids, queries[0])[None, :]
+        else:
+            sims = queries @ self.centroids.T
+        order = np.argsort(-sims, axis=1, kind="stable")
+        held = np.cumsum(self.sizes[order], axis=1)
+        count = np.maximum(self.nprobe(k), (held < ROWS_PER_RESULT * k).sum(axis=1) + 1)
+        return order, np.minimum(count, self.nlist)
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        order, count = self.probe_plan(query[None, :], k)
+        keys, sims = [], []
+        for lid in order[0, : count[0]].tolist():
+            size = int(self.sizes[lid])
+            if size:
+                keys.append(self.keys[lid][:size])
+                # einsum, not BLAS: a multi-threaded sgemv stalls badly when the cores are busy
+                sims.append(np.einsum("ij,j->i", self.rows[lid][:size], query))
+        if not keys:
+            return []
+        return _top(np.concatenate(keys), np.concatenate(sims), k)
+
+    def search_many(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`search` for each row of ``queries``, list by list: each probed list
+        is scanned once, by one matrix product with the queries that probe it, and
+        each query keeps its best ``k`` so far."""
+        order, count = self.probe_plan(queries, k)
+        best_sims = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        best_keys = np.zeros((len(queries), k), dtype=np.uint64)
+        asker, step = np.nonzero(np.arange(order.shape[1])[None, :] < count[:, None])
+        wanted = order[asker, step]
+        by_list = np.argsort(wanted, kind="stable")
+        for lid, start, stop in _groups(wanted[by_list]):
+            size = int(self.sizes[lid])
+            if not size:
+                continue
+            rows, keys = self.rows[lid][:size], self.keys[lid][:size]
+            span = max(1, (1 << 22) // size)  # queries per product: at most 16 MiB of scores
+            for part in range(start, stop, span):
+                who = asker[by_list[part : min(stop, part + span)]]  # each query once a list
+                sims = np.concatenate([best_sims[who], queries[who] @ rows.T], axis=1)
+                top = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # < k: a kept one
+                kept = np.take_along_axis(best_keys[who], np.minimum(top, k - 1), 1)
+                best_keys[who] = np.where(top < k, kept, keys[np.maximum(top - k, 0)])
+                best_sims[who] = np.take_along_axis(sims, top, 1)
+        out = []
+        for sims, keys in zip(best_sims, best_keys, strict=True):
+            out.append([hit for hit in _top(keys, sims, k) if hit[1] != -np.inf])
+        return out
+
+
+class VectorIndex:
+    """A thread-safe vector index: exact up to ``exact_below`` vectors, IVF-Flat above.
+
+    Every change is applied at once (nothing is deferred); the write that takes the
+    store past ``exact_below`` vectors, or :data:`RETRAIN_FACTOR` times past the
+    size of the last training, trains the lists and re-buckets every vector. Going
+    under half of ``exact_below`` makes the index flat (exact) again.
     """
 
     def __init__(self, dimension: int, *, exact_below: int = 20000) -> None:
@@ -146,172 +470,119 @@ class VectorIndex:
         self.applied_seq = 0
         self._saved: tuple[int, str] | None = None  # (seq, epoch) of the file on disk
         self._lock = threading.RLock()
-        self._flat = _Flat(dimension)
-        self._graph: Any = None  # a usearch Index (the shadow graph in exact mode)
-        self._exact_mode = True  # the flat part holds every vector
-        self._pending: set[int] = set()  # keys in the flat part, not in the graph
-        self._credit = 0  # graph inserts the writes have paid for (exact mode)
-
-    def _new_graph(self) -> Any:
-        from usearch.index import Index
-
-        return Index(
-            ndim=self.dimension,
-            metric="cos",
-            dtype="f16",
-            connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD,
-            expansion_search=EXPANSION_SEARCH_MIN,
-        )
+        self._lists = _Lists(dimension)
+        self._trained = 0  # vectors at the last training; 0: flat
 
     def __len__(self) -> int:
-        if self._exact_mode or self._graph is None:
-            return len(self._flat)
-        return len(self._flat) + len(self._graph)
+        return len(self._lists)
 
     def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+        """Insert or replace these keys' vectors (of a repeated key, the last wins)."""
         if not len(keys):
             return
-        keys = [int(k) for k in keys]
+        ints = [int(k) for k in keys]
         unit = _unit_rows(vectors, self.dimension)
+        if len(unit) != len(ints):
+            raise ValueError(f"{len(ints)} keys but {len(unit)} vectors")
+        if len(set(ints)) != len(ints):
+            last = sorted({key: at for at, key in enumerate(ints)}.values())
+            ints, unit = [ints[at] for at in last], unit[last]
         with self._lock:
-            self._remove_from_graph(keys)
-            self._flat.upsert(keys, unit)
-            if self._graph is not None:
-                self._pending.update(keys)
-            self._credit += 2 * len(keys)
-            self._maybe_flush()
+            self._lists.remove(ints)  # a replaced vector may belong to another list
+            self._lists.add(np.asarray(ints, dtype=np.uint64), unit)
+            self._maybe_retrain()
 
     def remove(self, keys: Sequence[int]) -> None:
+        """Drop these keys (missing ones are ignored)."""
         if not len(keys):
             return
-        keys = [int(k) for k in keys]
         with self._lock:
-            self._flat.remove(keys)
-            self._remove_from_graph(keys)
-            self._pending.difference_update(keys)
-
-    def _remove_from_graph(self, keys: Sequence[int]) -> None:
-        if self._graph is None or not len(self._graph):
-            return
-        arr = np.asarray(keys, dtype=np.uint64)
-        present = arr[np.asarray(self._graph.contains(arr), dtype=bool).reshape(-1)]
-        if len(present):
-            self._graph.remove(present)
-
-    def _maybe_flush(self) -> None:
-        if not self._exact_mode:
-            if len(self._pending) >= FLUSH_AT:
-                self._flush(list(self._pending))
-            return
-        size = len(self._flat)
-        if size <= self.exact_below // 2:
-            return
-        if self._graph is None:  # start the shadow graph: everything is pending
-            self._graph = self._new_graph()
-            self._pending = set(self._flat.slot)
-            self._credit = 0
-        if size > self.exact_below:  # outgrown: the graph takes over
-            self._exact_mode = False
-            self._flush(list(self._pending))
-            self._flat = _Flat(self.dimension)  # every vector is in the graph now
-        elif len(self._pending) >= FLUSH_AT and self._credit >= FLUSH_AT:
-            batch = sorted(self._pending)[:FLUSH_AT]
-            self._credit -= len(batch)
-            self._flush(batch)
-
-    def _flush(self, keys: list[int]) -> None:
-        """Add these pending keys to the graph; past exact mode, drop them from the
-        flat part."""
-        if not keys:
-            return
-        rows = self._flat.matrix[[self._flat.slot[k] for k in keys]]
-        self._graph.add(np.asarray(keys, dtype=np.uint64), rows, threads=0)
-        self._pending.difference_update(keys)
-        if not self._exact_mode:
-            self._flat.remove(keys)
+            self._lists.remove(int(k) for k in keys)
+            self._maybe_retrain()
 
     def flush(self) -> None:
-        """Move every pending vector into the graph (past exact mode)."""
-        with self._lock:
-            if not self._exact_mode:
-                self._flush(list(self._pending))
+        """Nothing to do: every change is applied when it is made (kept for callers)."""
+
+    def _maybe_retrain(self) -> None:
+        size, trained = len(self._lists), self._trained
+        if not trained:
+            if size > self.exact_below:
+                self._retrain()
+        elif (
+            size <= self.exact_below // 2
+            or size > RETRAIN_FACTOR * trained
+            or size * RETRAIN_FACTOR < trained
+        ):
+            self._retrain()
+
+    def _retrain(self) -> None:
+        """Train lists for the vectors held now (or go flat) and re-bucket them all."""
+        old, size = self._lists, len(self._lists)
+        if size <= self.exact_below:
+            new, labels = _Lists(self.dimension), np.zeros(size, dtype=np.int64)
+            self._trained = 0
+        else:
+            rng = np.random.default_rng([SEED, size])
+            nlist = max(1, min(size, round(LISTS_PER_SQRT_N * math.sqrt(size))))
+            picks = rng.choice(size, min(size, SAMPLE_PER_LIST * nlist), replace=False)
+            sample = old.take_rows(np.sort(picks))
+            centroids = _kmeans(sample, nlist, rng)
+            blocks = old.blocks()[0]
+            if old.centroids is None:
+                labels = np.concatenate([_nearest(rows, centroids) for rows in blocks])
+            else:
+                labels = _rebucket(blocks, old.centroids, centroids)
+            probes = _calibrate(sample, blocks, labels, centroids, rng)
+            new = _Lists(self.dimension, centroids, probes)
+            self._trained = size
+        old.move_into(new, labels)
+        self._lists = new
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest keys with their (approximate) cosine, best first."""
+        """The ``k`` nearest keys with their cosine, best first (exact float32 cosines;
+        past ``exact_below`` a key outside the probed lists can be missed)."""
         query = _unit_rows(vector, self.dimension)[0]
         with self._lock:
-            size = len(self)
+            size = len(self._lists)
             if size == 0 or k <= 0:
                 return []
-            k = min(k, size)
-            found = self._flat.search(query, k)
-            graph = self._graph
-            if not self._exact_mode and graph is not None and len(graph):
-                graph.expansion_search = max(EXPANSION_SEARCH_MIN, k + k // 4)
-                hits = graph.search(query, min(k, len(graph)), exact=size <= self.exact_below)
-                found.extend(
-                    (int(key), 1.0 - float(dist))
-                    for key, dist in zip(hits.keys, hits.distances, strict=True)
-                )
-                found.sort(key=lambda item: -item[1])
-        return found[:k]
+            return self._lists.search(query, min(k, size))
+
+    def search_many(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`search` for each row of ``vectors``, batched into matrix products
+        (the same answers, up to float rounding of the dot products)."""
+        queries = _unit_rows(vectors, self.dimension)
+        with self._lock:
+            size = len(self._lists)
+            if size == 0 or k <= 0 or not len(queries):
+                return [[] for _ in range(len(queries))]
+            return self._lists.search_many(queries, min(k, size))
 
     def scan(self, vector: np.ndarray, keys: Sequence[int], k: int) -> list[tuple[int, float]]:
         """Exact top ``k`` among ``keys`` (those present in the index)."""
         if not len(keys) or k <= 0:
             return []
         query = _unit_rows(vector, self.dimension)[0]
-        arr = np.asarray(keys, dtype=np.uint64)
-        parts_keys: list[np.ndarray] = []
-        parts_rows: list[np.ndarray] = []
         with self._lock:
-            flat = self._flat
-            if flat.size:
-                mask = np.isin(flat.keys[: flat.size], arr)
-                parts_keys.append(flat.keys[: flat.size][mask])
-                parts_rows.append(flat.matrix[: flat.size][mask])
-            graph = self._graph
-            if not self._exact_mode and graph is not None and len(graph):
-                present = arr[np.asarray(graph.contains(arr), dtype=bool).reshape(-1)]
-                if len(present):
-                    got = graph.get(present, dtype=np.float32)
-                    rows = np.stack(got) if isinstance(got, tuple) else np.asarray(got)
-                    parts_keys.append(present)
-                    parts_rows.append(_unit_rows(rows, self.dimension))
-        if not parts_keys:
+            found, rows = self._lists.gather(keys)
+        if not len(found):
             return []
-        all_keys = np.concatenate(parts_keys)
-        if not len(all_keys):
-            return []
-        sims = np.einsum("ij,j->i", np.concatenate(parts_rows), query)
-        return _top(all_keys, sims, k)
+        return _top(found, np.einsum("ij,j->i", rows, query), k)
 
     # --- persistence --------------------------------------------------------------
     def save(self, path: Path, epoch: str) -> None:
         """Write the index and the change-log position it reflects (atomically).
 
-        In exact mode the flat part is saved (a ``.npz`` of its rows; a shadow
-        graph is not kept); past it, pending vectors move into the graph and the
-        graph is saved. Nothing is written when the file on disk already reflects
-        this position.
+        The file is an ``.npz``: ``keys`` and ``matrix`` (the rows, list by list),
+        and for IVF also ``sizes`` (rows per list), ``centroids`` and ``state``
+        (the calibrated probes and the size at training). Nothing is written when
+        the file on disk already reflects this position.
         """
         with self._lock, _file_lock(path):
             if self._saved == (self.applied_seq, epoch) and path.exists():
                 return
-            self.flush()
             tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-            if not self._exact_mode and self._graph is not None:
-                self._graph.save(str(tmp))
-                kind = "hnsw"
-            else:
-                with open(tmp, "wb") as handle:
-                    np.savez(
-                        handle,
-                        keys=self._flat.keys[: self._flat.size],
-                        matrix=self._flat.matrix[: self._flat.size],
-                    )
-                kind = "flat"
+            kind = self._write_npz(tmp)
             os.replace(tmp, path)
             side = {
                 "seq": self.applied_seq, "epoch": epoch, "dimension": self.dimension,
@@ -323,11 +594,33 @@ class VectorIndex:
             os.replace(tmp_side, side_path)
             self._saved = (self.applied_seq, epoch)
 
+    def _write_npz(self, tmp: Path) -> str:
+        """Stream the lists into ``tmp`` (no copy of the whole matrix in memory)."""
+        lists = self._lists
+        sizes = lists.sizes.tolist()
+        small = {"keys": np.concatenate([k[:s] for k, s in zip(lists.keys, sizes, strict=True)])}
+        if lists.centroids is not None:
+            small["sizes"] = lists.sizes
+            small["centroids"] = lists.centroids
+            small["state"] = np.array([*lists.probes, self._trained], dtype=np.float64)
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, array in small.items():
+                with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=False)
+            with archive.open("matrix.npy", "w", force_zip64=True) as member:
+                header = {"descr": _FLOAT32, "fortran_order": False,
+                          "shape": (len(lists), self.dimension)}  # fmt: skip
+                np.lib.format.write_array_header_1_0(member, header)
+                for rows, size in zip(lists.rows, sizes, strict=True):
+                    member.write(rows[:size].data)
+        return "flat" if lists.centroids is None else "ivf"
+
     @classmethod
     def load(
         cls, path: Path, epoch: str, dimension: int, *, exact_below: int
     ) -> VectorIndex | None:
-        """The saved index, or None when missing, unreadable or of another epoch."""
+        """The saved index, or None when missing, unreadable, of another epoch or
+        dimension, or of an older format (an HNSW graph)."""
         side_path = path.with_suffix(path.suffix + ".json")
         try:
             with _file_lock(path):
@@ -341,24 +634,58 @@ class VectorIndex:
     ) -> VectorIndex | None:
         try:
             side = json.loads(side_path.read_text())
+            kind = side.get("format")
             if side.get("epoch") != epoch or side.get("dimension") != dimension:
                 return None
+            if kind not in ("flat", "ivf"):  # an HNSW graph: the store rebuilds
+                return None
             index = cls(dimension, exact_below=exact_below)
-            if side.get("format", "hnsw") == "flat":
-                with np.load(path, allow_pickle=False) as data:
-                    keys, matrix = data["keys"], data["matrix"]
-                    if matrix.shape != (len(keys), dimension):
-                        return None
-                    index._flat.upsert(keys.tolist(), matrix.astype(np.float32))
-            else:
-                graph = index._new_graph()
-                graph.load(str(path))
-                if graph.ndim != dimension:
-                    return None
-                index._graph = graph
-                index._exact_mode = False
+            with zipfile.ZipFile(path) as archive:
+                index._read_npz(archive, kind)
+            index._maybe_retrain()  # exact_below may have changed
             index.applied_seq = int(side["seq"])
             index._saved = (index.applied_seq, epoch)
             return index
-        except (OSError, ValueError, KeyError, RuntimeError, EOFError):
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             return None
+
+    def _read_npz(self, archive: zipfile.ZipFile, kind: str) -> None:
+        def small(name: str) -> np.ndarray:
+            with archive.open(name + ".npy") as member:
+                return np.asarray(np.lib.format.read_array(member, allow_pickle=False))
+
+        keys = small("keys")
+        if kind == "flat":
+            lists, sizes = _Lists(self.dimension), np.array([len(keys)])
+        else:
+            centroids, state, sizes = small("centroids"), small("state"), small("sizes")
+            if centroids.shape != (len(sizes), self.dimension) or len(state) != 3:
+                raise ValueError("bad index file")
+            probes = (float(state[0]), float(state[1]))
+            lists = _Lists(self.dimension, centroids.astype(np.float32), probes)
+            self._trained = int(state[2])
+        if keys.dtype.str != _UINT64 or keys.ndim != 1 or int(sizes.sum()) != len(keys):
+            raise ValueError("bad index file")
+        with archive.open("matrix.npy") as member:
+            _read_matrix_header(member, (len(keys), self.dimension))
+
+            def read_rows(out: np.ndarray) -> None:
+                data = member.read(out.nbytes)
+                if len(data) != out.nbytes:
+                    raise ValueError("truncated index file")
+                out[:] = np.frombuffer(data, dtype=np.float32).reshape(out.shape)
+
+            lists.fill(sizes.astype(np.int64), keys, read_rows)
+        self._lists = lists
+
+
+def _read_matrix_header(member: IO[bytes], shape: tuple[int, int]) -> None:
+    version = np.lib.format.read_magic(member)
+    read = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    got_shape, fortran, dtype = read(member)
+    if tuple(got_shape) != shape or fortran or dtype.str != _FLOAT32:
+        raise ValueError("bad index file")
