@@ -459,41 +459,22 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         fetch = k + max(8, k // 4) if flt.is_unrestricted() else k * 4
         while True:
             found = index.search(query, fetch)
-            rows = self._passing_vectors([key for key, _ in found], cond, params)
-            if len(rows) >= k or len(found) >= len(index):
+            passing = self._passing([key for key, _ in found], cond, params)
+            if len(passing) >= k or len(found) >= len(index):
                 break
             allowed = self.conn.execute(
                 f"SELECT m.rowid FROM memories m WHERE {cond} LIMIT ?",
                 (*params, self.exact_vector_rows + 1),
             ).fetchall()
             if len(allowed) <= self.exact_vector_rows:  # few rows pass: scan them exactly
-                exact = index.scan(query, [r[0] for r in allowed], k)
-                rows = self._passing_vectors([key for key, _ in exact], cond, params)
+                found = index.scan(query, [r[0] for r in allowed], k)
+                passing = self._passing([key for key, _ in found], cond, params)
                 break
             fetch *= 8
-        return self._rescore(query, rows)[:k]
-
-    def similar_many(
-        self, vectors: np.ndarray, k: int, min_cosine: float
-    ) -> list[list[tuple[str, float]]]:
-        index = self._sync_index()
-        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        if index is None or not len(index) or k <= 0:
-            return [[] for _ in range(len(queries))]
-        found = index.search_many(queries, k)
-        close = [[(key, c) for key, c in hits if c >= min_cosine] for hits in found]
-        ids = self._ids_of([key for hits in close for key, _ in hits])
-        return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]
-
-    def _ids_of(self, keys: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for start in range(0, len(keys), 4096):
-            chunk = keys[start : start + 4096]
-            out.update(self.conn.execute(
-                f"SELECT rowid, id FROM memories WHERE rowid IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            ))  # fmt: skip
-        return out
+        # The index holds the exact float32 rows: its cosines are final.
+        hits = [(passing[key], cosine) for key, cosine in found if key in passing]
+        hits.sort(key=lambda item: (-item[1], item[0]))
+        return hits[:k]
 
     def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
         """The keys (rows) that pass the filter, with their ids."""
@@ -509,38 +490,6 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             )
             out.update(rows)
         return out
-
-    def _passing_vectors(
-        self, keys: Sequence[int], cond: str, params: list[Any]
-    ) -> list[tuple[str, bytes]]:
-        """(id, float32 vector bytes) of the keys whose rows pass the filter."""
-        out: list[tuple[str, bytes]] = []
-        for start in range(0, len(keys), 4096):
-            chunk = keys[start : start + 4096]
-            out.extend(
-                self.conn.execute(
-                    f"SELECT m.id, v.embedding FROM memories m NOT INDEXED "
-                    f"JOIN vectors v ON v.rowid = m.rowid WHERE m.rowid IN "
-                    f"({', '.join('?' * len(chunk))}) AND {cond}",
-                    (*chunk, *params),
-                )
-            )
-        return out
-
-    def _rescore(self, query: np.ndarray, rows: list[tuple[str, bytes]]) -> list[tuple[str, float]]:
-        """Exact float32 cosine of each candidate, best first."""
-        if not rows:
-            return []
-        qnorm = float(np.linalg.norm(query)) or 1.0
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), -1)
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        # einsum, not BLAS: a threaded sgemv stalls when the cores are busy
-        sims = (np.einsum("ij,j->i", matrix, query) / (norms * qnorm)).tolist()
-        scored = [(memory_id, sim) for (memory_id, _), sim in zip(rows, sims, strict=True)]
-        scored.sort(key=lambda item: (-item[1], item[0]))
-        return scored
 
     def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
         with self.write():
