@@ -79,12 +79,7 @@ def _true_cosines(
     cosines = dict(stages.by_vector)
     missing = [i for i in ids if i not in cosines]
     if missing:
-        vectors = store.vectors(missing)
-        query = np.asarray(req.vector, dtype=np.float32)
-        qnorm = float(np.linalg.norm(query)) or 1.0
-        for memory_id, vec in vectors.items():
-            norm = float(np.linalg.norm(vec)) or 1.0
-            cosines[memory_id] = float(vec @ query) / (norm * qnorm)
+        cosines.update(store.similarities(req.vector, missing))
     return cosines
 
 
@@ -111,6 +106,10 @@ def _rank(
     kctx: dict[str, float] = {}
     for memory_id in ids:
         near = adjacent.get(memory_id, ()) if adjacent else ()
+        if not near:  # with_context of no neighbours: the own score
+            vctx[memory_id] = cosines.get(memory_id, 0.0)
+            kctx[memory_id] = keyword.get(memory_id, 0.0)
+            continue
         vctx[memory_id] = signals.with_context(
             cosines.get(memory_id, 0.0), [cosines.get(o, 0.0) for o in near], weight
         )

@@ -161,6 +161,18 @@ class Store(ABC):
     @abstractmethod
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
+    def similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of ``vector`` with each stored memory of ``ids`` (those found)."""
+        found = self.vectors(ids)
+        if not found:
+            return {}
+        matrix = np.stack([np.asarray(v, dtype=np.float32) for v in found.values()])
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+        norms[norms == 0] = 1.0
+        sims = (matrix @ query) / norms
+        return dict(zip(found, sims.tolist(), strict=True))
+
     @abstractmethod
     def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None: ...
 
