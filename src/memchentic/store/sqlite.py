@@ -312,48 +312,34 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         ).fetchone()
         return row_to_record(row) if row else None
 
-    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
-        out: dict[str, MemoryRecord] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self.conn.execute(
-                f"SELECT {SELECT_COLUMNS} FROM memories m "
-                f"WHERE m.id IN ({', '.join('?' * len(chunk))})",
-                chunk,
+    def _by_ids(self, select: str, ids: Sequence[str]) -> Iterator[Any]:
+        """Rows of ``select ... WHERE m.id IN (ids)``, the ids deduplicated and sent in
+        chunks (SQLite caps the parameters of one statement)."""
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            yield from self.conn.execute(
+                f"{select} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk
             )
-            for row in rows:
-                record = row_to_record(row)
-                out[record.id] = record
-        return out
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        records = map(row_to_record, self._by_ids(f"SELECT {SELECT_COLUMNS} FROM memories m", ids))
+        return {record.id: record for record in records}
 
     def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
-        out: dict[str, RankRow] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self.conn.execute(
-                "SELECT id, session_id, updated_at, kind, type, reinforcement, recall_count, "
-                f"path_hint FROM memories WHERE id IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            )
-            for memory_id, session, updated, *rest in rows:
-                out[memory_id] = RankRow(session, from_text(updated), *rest)
-        return out
+        rows = self._by_ids(
+            "SELECT m.id, m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, "
+            "m.recall_count, m.path_hint FROM memories m",
+            ids,
+        )
+        return {memory_id: RankRow(session, from_text(updated), *rest)
+                for memory_id, session, updated, *rest in rows}  # fmt: skip
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = self.conn.execute(
-                "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid "
-                f"WHERE m.id IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            )
-            for memory_id, blob in rows:
-                out[memory_id] = np.frombuffer(blob, dtype=np.float32)
-        return out
+        rows = self._by_ids(
+            "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid", ids
+        )
+        return {memory_id: np.frombuffer(blob, dtype=np.float32) for memory_id, blob in rows}
 
     def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None:
         row = self.conn.execute(
