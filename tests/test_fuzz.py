@@ -269,7 +269,9 @@ def _mutate(line: str, rnd: random.Random, value: Any) -> str:
         data = None
     choice = rnd.randrange(6) if isinstance(data, dict) and "kind" in data else 3 + rnd.randrange(3)
     if choice <= 1:
-        target = data.get(data["kind"] if data["kind"] != "memory" else "record", data)
+        kind = data["kind"]  # an earlier corruption may have made it any JSON value
+        section = ("record" if kind == "memory" else kind) if isinstance(kind, str) else None
+        target = data.get(section, data) if section is not None else data
         if isinstance(target, dict) and target:
             key = rnd.choice(sorted(target))
             if choice == 0:
