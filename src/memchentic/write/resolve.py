@@ -84,8 +84,9 @@ def resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> Writ
     return result
 
 
-#: Margin under the resolution thresholds for the bulk pre-check: it reads an
-#: approximate index, whose cosines may be off by about 0.01.
+#: Margin under the resolution thresholds for the bulk pre-check: its lookup may
+#: rank neighbours a little differently from the one-by-one search (PostgreSQL's
+#: HNSW reads the graph, not the exact rows).
 _BULK_MARGIN = 0.02
 #: Writes checked together (the in-batch check is a window x window product).
 _BULK_WINDOW = 1024
@@ -123,6 +124,8 @@ def _resolve_window(
     queued: list[tuple[WriteContext, MemoryRecord, np.ndarray]] = []
 
     def drain() -> None:
+        if not queued:
+            return
         store.insert_many([(record, vector) for _, record, vector in queued])
         store.add_versions([
             Version(record.id, 1, "add", ctx.actor, ctx.now, {}, snapshot(record))
