@@ -9,7 +9,7 @@ No backend names here: candidates come from the store interface.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -56,6 +56,11 @@ class _Stages:
     fetch: int
     by_vector: list[tuple[str, float]]
     by_keyword: list[tuple[str, float]]
+    #: ``by_keyword`` as a map: id -> keyword score.
+    keyword: dict[str, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keyword = dict(self.by_keyword)
 
     def ids(self) -> list[str]:
         return list(dict.fromkeys([i for i, _ in self.by_vector] + [i for i, _ in self.by_keyword]))
@@ -100,7 +105,7 @@ def _rank(
     adjacent: dict[str, list[str]] | None,
     settings: Settings,
 ) -> _Ranked:
-    keyword = dict(stages.by_keyword)
+    keyword = stages.keyword
     weight = settings.search_context_weight
     vctx: dict[str, float] = {}
     kctx: dict[str, float] = {}
@@ -169,7 +174,7 @@ def _assemble(
     ids = list(records)
     cosines = _true_cosines(store, req, stages, ids)
     ranked = _rank(ids, stages, cosines, adjacent, settings)
-    keyword = dict(stages.by_keyword)
+    keyword = stages.keyword
     candidates = [
         _candidate(records[i], ranked, cosines, keyword)
         for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank
@@ -211,7 +216,7 @@ def _bounded(
         adjacent = {i: [] for i in ids}
     cosines = _true_cosines(store, req, stages, ids)
     ranked = _rank(ids, stages, cosines, adjacent, settings)
-    keyword = dict(stages.by_keyword)
+    keyword = stages.keyword
     bounds = sorted(
         ((bound(ranked.vector_rank.get(i), ranked.keyword_rank.get(i), rows[i], ctx), i)
          for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank),

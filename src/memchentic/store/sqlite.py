@@ -477,18 +477,8 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             return [[] for _ in range(len(queries))]
         found = index.search_many(queries, k)
         close = [[(key, c) for key, c in hits if c >= min_cosine] for hits in found]
-        ids = self._ids_of([key for hits in close for key, _ in hits])
+        ids = self._passing([key for hits in close for key, _ in hits], "1", [])
         return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]
-
-    def _ids_of(self, keys: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for start in range(0, len(keys), 4096):
-            chunk = keys[start : start + 4096]
-            out.update(self.conn.execute(
-                f"SELECT rowid, id FROM memories WHERE rowid IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            ))  # fmt: skip
-        return out
 
     def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
         """The keys (rows) that pass the filter, with their ids."""
