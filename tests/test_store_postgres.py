@@ -292,3 +292,44 @@ def test_a_query_of_only_common_words_ranks_about_the_newest_matches(
     assert {i for i, _ in found} == newest
     rare = m.add("alpha report with a zeppelin").id
     assert m.store.keyword_search("zeppelin alpha", 3, MemoryFilter())[0][0] == rare
+
+
+def test_search_runs_its_stages_at_once_outside_a_transaction(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+):
+    for i in range(30):
+        mem.add(f"harbour crane {i} lifts containers of grain number {i * 7}")
+    store = mem.store
+    assert store.concurrent_reads()
+    with store.write():  # another connection would not see this transaction's writes
+        assert not store.concurrent_reads()
+    with store.snapshot():  # nor this snapshot's state
+        assert not store.concurrent_reads()
+    assert store.concurrent_reads()
+
+    keyword_threads: list[int] = []
+    keyword_search = store.keyword_search
+
+    def recorded(*args, **kwargs):
+        keyword_threads.append(threading.get_ident())
+        return keyword_search(*args, **kwargs)
+
+    monkeypatch.setattr(store, "keyword_search", recorded)
+    at_once = mem.search("crane lifts grain containers", limit=8, include_trace=True)
+    assert keyword_threads[-1] != threading.get_ident()
+    monkeypatch.setattr(store, "concurrent_reads", lambda: False)
+    in_turn = mem.search("crane lifts grain containers", limit=8, include_trace=True)
+    assert keyword_threads[-1] == threading.get_ident()
+    # the same candidates with the same match (the usage factor grew by one recall)
+    assert [h.id for h in at_once] == [h.id for h in in_turn]
+    assert [h.trace["match"] for h in at_once] == [h.trace["match"] for h in in_turn]
+
+    # a failing keyword stage fails the search with its own error
+    monkeypatch.setattr(store, "concurrent_reads", lambda: True)
+
+    def broken(*args, **kwargs):
+        raise psycopg.OperationalError("keyword stage lost its connection")
+
+    monkeypatch.setattr(store, "keyword_search", broken)
+    with pytest.raises(psycopg.OperationalError, match="keyword stage"):
+        mem.search("crane")

@@ -8,7 +8,9 @@ No backend names here: candidates come from the store interface.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -66,14 +68,36 @@ class _Stages:
         return list(dict.fromkeys([i for i, _ in self.by_vector] + [i for i, _ in self.by_keyword]))
 
 
+#: Runs the keyword stage beside the vector stage on stores with concurrent reads.
+_stage_threads: ThreadPoolExecutor | None = None
+_stage_threads_lock = threading.Lock()
+
+
+def _stage_pool() -> ThreadPoolExecutor:
+    global _stage_threads
+    with _stage_threads_lock:
+        if _stage_threads is None:
+            _stage_threads = ThreadPoolExecutor(4, thread_name_prefix="memchentic-stage")
+        return _stage_threads
+
+
 def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
+    """Both stages' candidates. On a store with concurrent reads (a server
+    database) the keyword stage runs on another thread and connection while this
+    one runs the vector stage: the server works on both at once."""
     fetch = max(req.limit * settings.knn_overfetch_multiplier, settings.search_candidate_floor)
-    by_vector = [
-        (memory_id, cosine)
-        for memory_id, cosine in store.vector_search(req.vector, fetch, req.flt)
-        if cosine > settings.search_min_similarity
-    ]
-    return _Stages(fetch, by_vector, store.keyword_search(req.query, fetch, req.flt))
+    if not store.concurrent_reads():
+        found = store.vector_search(req.vector, fetch, req.flt)
+        by_keyword = store.keyword_search(req.query, fetch, req.flt)
+    else:
+        pending = _stage_pool().submit(store.keyword_search, req.query, fetch, req.flt)
+        try:
+            found = store.vector_search(req.vector, fetch, req.flt)
+        finally:  # the keyword stage ends (or fails) before this call does
+            wait([pending])
+        by_keyword = pending.result()
+    by_vector = [(i, cosine) for i, cosine in found if cosine > settings.search_min_similarity]
+    return _Stages(fetch, by_vector, by_keyword)
 
 
 def _true_cosines(

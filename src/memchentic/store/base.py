@@ -125,6 +125,14 @@ class Store(ABC):
     def write(self) -> AbstractContextManager[None]:
         """A write transaction that excludes every other writer of this store."""
 
+    def concurrent_reads(self) -> bool:
+        """Whether reads may run on other threads at this moment, each on its own
+        connection, and see what this thread would (a server database's pool,
+        outside a transaction of this thread). The search then runs its keyword
+        and vector stages at once. In-process stores say no: their stages share
+        this process's CPU and gain nothing."""
+        return False
+
     # --- memories -----------------------------------------------------------------
     @abstractmethod
     def insert(self, record: MemoryRecord, vector: np.ndarray) -> None: ...

@@ -277,6 +277,11 @@ class PgConnections:
         with self._pool.connection() as conn:
             yield conn
 
+    def concurrent_reads(self) -> bool:
+        """Yes outside this thread's transaction or snapshot (inside one, another
+        connection would not see its writes or its state)."""
+        return getattr(self._local, "tx", None) is None and not self._closed
+
     @contextmanager
     def write(self) -> Iterator[None]:
         """A write transaction that excludes every other writer of this store."""
