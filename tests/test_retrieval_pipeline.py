@@ -148,3 +148,79 @@ def test_bounded_loading_ranks_exactly_like_scoring_every_candidate(make_mem, se
             ]
             signals = [{k: v for k, v in c.trace.items() if k != "score"} for c in got]
             assert signals == [c.trace for c in every[:limit]]
+
+
+def test_the_stages_hand_over_the_rank_rows_they_read(make_mem, settings) -> None:
+    """The rows the stages fill (so the pipeline need not look them up again) are
+    each hit's RankRow exactly as ``rank_rows`` reads it, whatever path a stage
+    takes: unfiltered or filtered, rare words or a window of common ones."""
+    from memchentic.store.base import MemoryFilter
+
+    settings.search_common_term_docs = 20  # small thresholds: the common-word window
+    settings.search_common_window = 15
+    mem = make_mem(settings=settings)
+    items = [
+        {"content": f"shared words about harbour cranes, note {i} on topic {i % 9}",
+         "kind": "guide" if i % 5 == 0 else "entry", "path_hint": "src/app" if i % 3 else None,
+         "session_id": f"s{i % 4}" if i % 2 else None, "user_id": f"u{i % 2}",
+         "type": "episodic" if i % 7 == 0 else "semantic"}
+        for i in range(60)
+    ]  # fmt: skip
+    ids = [r.id for r in mem.add_many(items, on_duplicate="keep")]
+    mem.store.touch([(i, n + 1, NOW, None) for n, i in enumerate(ids[::4])])
+    namespaces = [mem._read_filter(user_id="u1", agent_id=None, namespace=None, now=NOW,
+                                   include_superseded=True).namespaces]  # fmt: skip
+    filters = [MemoryFilter(now=NOW), MemoryFilter(namespaces=namespaces[0], now=NOW)]
+    queries = ["harbour cranes", "note topic 4", "shared words"]
+    checked = 0
+    for flt in filters:
+        for query in queries:
+            for stage, arg in ((mem.store.keyword_search, query),
+                               (mem.store.vector_search, mem.embedder.embed(query))):  # fmt: skip
+                rows: dict = {}
+                hits = stage(arg, 20, flt, rows)  # type: ignore[operator]
+                assert hits
+                expected = mem.store.rank_rows([i for i, _ in hits])
+                assert {i: rows[i] for i, _ in hits if i in rows} == {
+                    i: expected[i] for i, _ in hits if i in rows
+                }
+                checked += len([i for i, _ in hits if i in rows])
+    assert checked > 0  # the backend handed rows over
+
+
+def test_rrf_bounds_are_the_scores_without_the_content_cues(make_mem, settings) -> None:
+    """bound_rrf, computed on arrays, gives each candidate's exact score when the
+    speaker and date cues cannot apply, and never less than the score when they can."""
+    import random
+
+    from memchentic.retrieval import cues, pipeline
+    from memchentic.retrieval.profiles import RRF, ScoringContext, bound_rrf
+
+    rng = random.Random(5)
+    mem = make_mem(settings=settings)
+    results = mem.add_many([
+        {"content": f"{rng.choice(['Ann: ', ''])}log {i} about river yoga piano on 3 May 2023",
+         "kind": "guide" if i % 4 == 0 else "entry", "path_hint": rng.choice([None, "src/app"]),
+         "type": rng.choice(["episodic", "semantic"]), "user_id": "u",
+         "created_at": NOW - timedelta(days=rng.uniform(0, 500))}
+        for i in range(80)
+    ], on_duplicate="keep", permanent=True)  # fmt: skip
+    mem.store.touch([(r.id, rng.randint(0, 40), NOW, None) for r in results[::3]])
+    flt = mem._read_filter(user_id="u", agent_id=None, namespace=None, now=NOW,
+                           include_superseded=True)  # fmt: skip
+    for boost in (0.0, 0.25):
+        mem.settings.search_speaker_boost = boost
+        for query in ("river yoga", "what did Ann say about piano on 3 May 2023?"):
+            req = pipeline.SearchRequest(query, mem.embedder.embed(query), flt, 10, RRF, NOW,
+                                         "src/app/x.py")  # fmt: skip
+            ctx = ScoringContext(NOW, mem.settings, req.path_hint,
+                                 frozenset(cues.words(query)), tuple(cues.query_dates(query)))
+            every = pipeline.gather(mem.store, req, mem.settings)
+            rows = mem.store.rank_rows([c.memory.id for c in every])
+            bounds = bound_rrf([c.vector_rank for c in every], [c.keyword_rank for c in every],
+                               [rows[c.memory.id] for c in every], ctx)  # fmt: skip
+            scores = [RRF.scorer(c, ctx) for c in every]
+            assert len(every) > 20
+            assert all(b >= s * (1 - 1e-12) for b, s in zip(bounds, scores, strict=True))
+            if boost == 0.0 and not ctx.query_dates:
+                assert bounds == pytest.approx(scores, rel=1e-12)

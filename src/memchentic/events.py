@@ -98,17 +98,21 @@ class EventBus:
         actor: str,
         namespace: str | None,
         memory_id: str | None = None,
+        along: Callable[[], None] | None = None,
         **payload: Any,
     ) -> Event:
-        return self.emit_many(actor, [(type_, namespace, memory_id, payload)])[0]
+        return self.emit_many(actor, [(type_, namespace, memory_id, payload)], along=along)[0]
 
     def emit_many(
         self,
         actor: str,
         items: Sequence[tuple[str, str | None, str | None, dict[str, Any]]],
+        *,
+        along: Callable[[], None] | None = None,
     ) -> list[Event]:
         """Persist several events (type, namespace, memory id, payload) in one
-        transaction, then deliver each, in order."""
+        transaction, then deliver each, in order. ``along``: store writes to make
+        in the same transaction (one commit instead of two; delivery waits for it)."""
         if not items:
             return []
         now = utcnow()
@@ -116,7 +120,12 @@ class EventBus:
             Event(new_id(), type_, now, actor, namespace, memory_id, dict(payload))
             for type_, namespace, memory_id, payload in items
         ]
-        self.store.add_events(events)
+        if along is None:
+            self.store.add_events(events)
+        else:
+            with self.store.write():
+                along()
+                self.store.add_events(events)
         with self._lock:
             subs = list(self._subs)
         if not subs:

@@ -639,10 +639,10 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if not include_superseded:  # a superseded hit stands for the tip of its chain
             shown = replace(flt, include_superseded=False)
             ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown, when)
-        self._touch([c.memory for c in ranked], when)
         self.bus.emit(
             "memory.searched", actor=self.access.actor(self.principal),
             namespace=self.access.default_namespace(self.principal), results=len(ranked),
+            along=lambda: self._touch([c.memory for c in ranked], when),
         )  # fmt: skip
         return [
             SearchHit(c.memory, c.score, c.memory.text(read_intent),

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..record import MemoryRecord
 from ..settings import Settings
-from ..store.base import MemoryFilter, Store
+from ..store.base import MemoryFilter, RankRow, Store
 from . import context, cues, signals
 from .profiles import Candidate, ScoringContext, SearchProfile
 from .router import route
@@ -58,6 +58,8 @@ class _Stages:
     fetch: int
     by_vector: list[tuple[str, float]]
     by_keyword: list[tuple[str, float]]
+    #: The RankRow of candidates whose row a stage read (see ``Store.vector_search``).
+    rows: dict[str, RankRow]
     #: ``by_keyword`` as a map: id -> keyword score.
     keyword: dict[str, float] = field(init=False)
 
@@ -86,18 +88,23 @@ def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
     database) the keyword stage runs on another thread and connection while this
     one runs the vector stage: the server works on both at once."""
     fetch = max(req.limit * settings.knn_overfetch_multiplier, settings.search_candidate_floor)
+    rows: dict[str, RankRow] = {}
+    keyword_rows: dict[str, RankRow] = {}
     if not store.concurrent_reads():
-        found = store.vector_search(req.vector, fetch, req.flt)
-        by_keyword = store.keyword_search(req.query, fetch, req.flt)
+        found = store.vector_search(req.vector, fetch, req.flt, rows)
+        by_keyword = store.keyword_search(req.query, fetch, req.flt, keyword_rows)
     else:
-        pending = _stage_pool().submit(store.keyword_search, req.query, fetch, req.flt)
+        pending = _stage_pool().submit(
+            store.keyword_search, req.query, fetch, req.flt, keyword_rows
+        )
         try:
-            found = store.vector_search(req.vector, fetch, req.flt)
+            found = store.vector_search(req.vector, fetch, req.flt, rows)
         finally:  # the keyword stage ends (or fails) before this call does
             wait([pending])
         by_keyword = pending.result()
+    rows.update(keyword_rows)
     by_vector = [(i, cosine) for i, cosine in found if cosine > settings.search_min_similarity]
-    return _Stages(fetch, by_vector, by_keyword)
+    return _Stages(fetch, by_vector, by_keyword, rows)
 
 
 def _true_cosines(
@@ -229,8 +236,11 @@ def _bounded(
     bound = req.profile.bound
     if bound is None or req.profile.needs_coverage:
         return None
-    rows = store.rank_rows(stages.ids())
-    ids = list(rows)
+    wanted = stages.ids()
+    rows = {i: row for i in wanted if (row := stages.rows.get(i)) is not None}
+    if len(rows) < len(wanted):
+        rows.update(store.rank_rows([i for i in wanted if i not in rows]))
+    ids = [i for i in wanted if i in rows]
     if settings.search_context_weight > 0 and any(r.session_id for r in rows.values()):
         return None
     # No candidate has a session, so none has neighbours: what _assemble's
@@ -241,11 +251,14 @@ def _bounded(
     cosines = _true_cosines(store, req, stages, ids)
     ranked = _rank(ids, stages, cosines, adjacent, settings)
     keyword = stages.keyword
-    bounds = sorted(
-        ((bound(ranked.vector_rank.get(i), ranked.keyword_rank.get(i), rows[i], ctx), i)
-         for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank),
-        key=lambda item: (-item[0], item[1]),
-    )  # fmt: skip
+    ranked_ids = [i for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank]
+    values = bound(
+        [ranked.vector_rank.get(i) for i in ranked_ids],
+        [ranked.keyword_rank.get(i) for i in ranked_ids],
+        [rows[i] for i in ranked_ids],
+        ctx,
+    )
+    bounds = sorted(zip(values, ranked_ids, strict=True), key=lambda item: (-item[0], item[1]))
     scored: list[Candidate] = []
     best: list[float] = []  # scores so far, best first
     at = 0

@@ -199,9 +199,17 @@ class Store(ABC):
     # --- candidates ---------------------------------------------------------------
     @abstractmethod
     def vector_search(
-        self, vector: np.ndarray, k: int, flt: MemoryFilter
+        self,
+        vector: np.ndarray,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``k`` nearest rows passing ``flt``: (id, cosine), best first."""
+        """The ``k`` nearest rows passing ``flt``: (id, cosine), best first.
+
+        ``rows``, when given, may receive the :class:`RankRow` of hits whose row
+        the search read anyway (the search pipeline then asks :meth:`rank_rows`
+        only for the others); a backend may leave it untouched."""
 
     def similar_many(
         self, vectors: np.ndarray, k: int, min_cosine: float
@@ -221,9 +229,12 @@ class Store(ABC):
         ]
 
     @abstractmethod
-    def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, query: str, k: int, flt: MemoryFilter, rows: dict[str, RankRow] | None = None
+    ) -> list[tuple[str, float]]:
         """The ``k`` best keyword matches passing ``flt``: (id, relevance), best first.
-        Query text is matched as plain words; it can never raise a syntax error."""
+        Query text is matched as plain words; it can never raise a syntax error.
+        ``rows`` as for :meth:`vector_search`."""
 
     @abstractmethod
     def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:

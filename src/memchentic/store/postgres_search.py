@@ -27,9 +27,9 @@ import numpy as np
 
 from ..retrieval.signals import idf
 from ..retrieval.text import query_words
-from .base import MemoryFilter
+from .base import MemoryFilter, RankRow
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
-from .postgres_rows import where
+from .postgres_rows import utc, where
 
 #: HNSW graph degree and build effort: pgvector's degree, twice its build effort
 #: (a graph built one insert at a time needs it: recall@10 0.94 -> 0.98 at 100k).
@@ -49,6 +49,17 @@ RANK_ROWS_MAX = 1000
 #: Seconds the index dimension and row count are reused (see ``_vector_state``).
 STATE_TTL_S = 1.0
 _STEM_CACHE_MAX = 100_000
+#: The columns of a :class:`RankRow`, in its order (read with the candidates).
+_RANK_COLUMNS = (
+    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint"
+)
+
+
+def _keep_rank_rows(found: Sequence[Sequence[Any]], at: int, rows: dict[str, RankRow]) -> None:
+    """Each found row's RankRow, from its columns ``at`` on (the id comes first)."""
+    for row in found:
+        session, updated, *rest = row[at:]
+        rows[row[0]] = RankRow(session, utc(updated), *rest)
 
 
 def _tsquery_word(terms: Sequence[str]) -> str:
@@ -131,7 +142,11 @@ class PostgresSearch(PgConnections):
         return dimension, int(row[1])
 
     def vector_search(
-        self, vector: np.ndarray, k: int, flt: MemoryFilter
+        self,
+        vector: np.ndarray,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
     ) -> list[tuple[str, float]]:
         if k <= 0:
             return []
@@ -141,7 +156,7 @@ class PostgresSearch(PgConnections):
         cond, params = where(flt)
         fetch = k + max(8, k // 4)
         if dimension != query.size or total <= exact_rows:
-            return self._rescore(query, self._exact(query, fetch, cond, params), k)
+            return self._rescore(query, self._exact(query, fetch, cond, params), k, rows)
         if flt.isolated and not flt.is_unrestricted():
             # Untrusted callers: the answer must not depend on rows they cannot see,
             # which a graph walk through those rows would; scan the visible rows
@@ -151,13 +166,13 @@ class PostgresSearch(PgConnections):
                 (*params, self.exact_vector_rows + 1),
             )[0]
             if visible <= self.exact_vector_rows:
-                return self._rescore(query, self._exact(query, fetch, cond, params), k)
+                return self._rescore(query, self._exact(query, fetch, cond, params), k, rows)
         # The planner picks the HNSW index, or for a selective filter the filter's own
         # index and an exact sort of the few rows that pass.
         found = self._approximate(query, dimension, fetch, cond, params)
         if len(found) < k:  # the graph ran dry before k rows passed: scan exactly
             found = self._exact(query, fetch, cond, params)
-        return self._rescore(query, found, k)
+        return self._rescore(query, found, k, rows)
 
     def similar_many(
         self, vectors: np.ndarray, k: int, min_cosine: float
@@ -193,10 +208,11 @@ class PostgresSearch(PgConnections):
 
     def _exact(
         self, query: np.ndarray, fetch: int, cond: str, params: list[Any]
-    ) -> list[tuple[str, np.ndarray]]:
+    ) -> list[Any]:
         # An untyped ``embedding <=> q``: the index (on a cast) cannot serve it.
         return self._rows(
-            f"SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.key = m.key "
+            f"SELECT m.id, v.embedding, {_RANK_COLUMNS} "
+            f"FROM memories m JOIN memory_vectors v ON v.key = m.key "
             f"WHERE {cond} ORDER BY v.embedding <=> %s, m.id LIMIT %s",
             (*params, query, fetch),
             binary=True,
@@ -204,10 +220,11 @@ class PostgresSearch(PgConnections):
 
     def _approximate(
         self, query: np.ndarray, dimension: int, fetch: int, cond: str, params: list[Any]
-    ) -> list[tuple[str, np.ndarray]]:
+    ) -> list[Any]:
         cast = f"vector({int(dimension)})"
         sql = (
-            f"SELECT m.id, v.embedding FROM memory_vectors v JOIN memories m ON m.key = v.key "
+            f"SELECT m.id, v.embedding, {_RANK_COLUMNS} "
+            f"FROM memory_vectors v JOIN memories m ON m.key = v.key "
             f"WHERE {cond} AND vector_dims(v.embedding) = {int(dimension)} "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
         )
@@ -224,17 +241,20 @@ class PostgresSearch(PgConnections):
 
     @staticmethod
     def _rescore(
-        query: np.ndarray, found: list[tuple[str, np.ndarray]], k: int
+        query: np.ndarray, found: list[Any], k: int, rows: dict[str, RankRow] | None
     ) -> list[tuple[str, float]]:
-        """Exact float32 cosine for the final candidates, best first (as SQLite does)."""
+        """Exact float32 cosine for the final candidates (rows of id, vector and
+        the RankRow columns), best first (as SQLite does)."""
         if not found:
             return []
+        if rows is not None:
+            _keep_rank_rows(found, 2, rows)
         qnorm = float(np.linalg.norm(query)) or 1.0
-        matrix = np.stack([vec for _, vec in found]).astype(np.float32)
+        matrix = np.stack([row[1] for row in found]).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1)
         norms[norms == 0] = 1.0
         sims = ((matrix @ query) / (norms * qnorm)).tolist()
-        scored = [(memory_id, sim) for (memory_id, _), sim in zip(found, sims, strict=True)]
+        scored = [(row[0], sim) for row, sim in zip(found, sims, strict=True)]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored[:k]
 
@@ -306,7 +326,9 @@ class PostgresSearch(PgConnections):
             body, title = 1.0, self.title_weight
         return [0.0, body, body, title]
 
-    def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, query: str, k: int, flt: MemoryFilter, rows: dict[str, RankRow] | None = None
+    ) -> list[tuple[str, float]]:
         """Ranked keyword matches, at a cost bounded in large stores (the budget of
         ``SQLiteStore.keyword_search``: rare words first, common words only alone,
         and then only over the newest ``common_window`` matches)."""
@@ -349,13 +371,15 @@ class PostgresSearch(PgConnections):
         score_params: list[Any] = []
         for w in words:
             score_params += [idf(word_df[w], max(total, 1)), weights, queries[w]]
-        rows = self._rows(
-            f"SELECT m.id, {score_sql} AS score FROM memories m "
+        found = self._rows(
+            f"SELECT m.id, {score_sql} AS score, {_RANK_COLUMNS} FROM memories m "
             f"WHERE m.tsv @@ %s::tsquery {window_sql} AND {cond} "
             f"ORDER BY score DESC, m.key DESC LIMIT %s",
             (*score_params, match, *window_params, *params, k),
         )
-        return [(memory_id, float(score)) for memory_id, score in rows]
+        if rows is not None:
+            _keep_rank_rows(found, 2, rows)
+        return [(row[0], float(row[1])) for row in found]
 
     def _window_start(self, match: str, rows: int, matches: int, flt: MemoryFilter) -> int | None:
         """The smallest key of (about) the newest ``rows`` of ``matches`` matching rows.

@@ -50,6 +50,11 @@ from .sqlite_rows import (
 )
 from .vectors import VectorIndex
 
+#: The columns of a :class:`RankRow`, in its order.
+_RANK_COLUMNS = (
+    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint"
+)
+
 APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 #: Address space each connection may map of the database file (not memory: the OS
@@ -327,11 +332,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         return {record.id: record for record in records}
 
     def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
-        rows = self._by_ids(
-            "SELECT m.id, m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, "
-            "m.recall_count, m.path_hint FROM memories m",
-            ids,
-        )
+        rows = self._by_ids(f"SELECT m.id, {_RANK_COLUMNS} FROM memories m", ids)
         return {memory_id: RankRow(session, from_text(updated), *rest)
                 for memory_id, session, updated, *rest in rows}  # fmt: skip
 
@@ -435,7 +436,11 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             return index
 
     def vector_search(
-        self, vector: np.ndarray, k: int, flt: MemoryFilter
+        self,
+        vector: np.ndarray,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
     ) -> list[tuple[str, float]]:
         if flt.isolated and k > 0:  # untrusted caller: never through the shared graph
             visible = self._vector_isolated(vector, k, flt)
@@ -451,7 +456,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         fetch = k + max(8, k // 4) if flt.is_unrestricted() else k * 4
         while True:
             found = index.search(query, fetch)
-            passing = self._passing([key for key, _ in found], cond, params)
+            passing = self._passing([key for key, _ in found], cond, params, rows)
             if len(passing) >= k or len(found) >= len(index):
                 break
             allowed = self.conn.execute(
@@ -460,7 +465,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             ).fetchall()
             if len(allowed) <= self.exact_vector_rows:  # few rows pass: scan them exactly
                 found = index.scan(query, [r[0] for r in allowed], k)
-                passing = self._passing([key for key, _ in found], cond, params)
+                passing = self._passing([key for key, _ in found], cond, params, rows)
                 break
             fetch *= 8
         # The index holds the exact float32 rows: its cosines are final.
@@ -480,19 +485,32 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         ids = self._passing([key for hits in close for key, _ in hits], "1", [])
         return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]
 
-    def _passing(self, keys: Sequence[int], cond: str, params: list[Any]) -> dict[int, str]:
-        """The keys (rows) that pass the filter, with their ids."""
+    def _passing(
+        self,
+        keys: Sequence[int],
+        cond: str,
+        params: list[Any],
+        rank_rows: dict[str, RankRow] | None = None,
+    ) -> dict[int, str]:
+        """The keys (rows) that pass the filter, with their ids; with ``rank_rows``,
+        their :class:`RankRow` too (read from the same rows)."""
         out: dict[int, str] = {}
+        columns = "m.rowid, m.id" if rank_rows is None else f"m.rowid, m.id, {_RANK_COLUMNS}"
         # NOT INDEXED: look the keys up by rowid; left alone, the planner may pick a
         # filter column's index instead and walk every row of the namespace.
         for start in range(0, len(keys), 4096):
             chunk = keys[start : start + 4096]
             rows = self.conn.execute(
-                f"SELECT m.rowid, m.id FROM memories m NOT INDEXED WHERE m.rowid IN "
+                f"SELECT {columns} FROM memories m NOT INDEXED WHERE m.rowid IN "
                 f"({', '.join('?' * len(chunk))}) AND {cond}",
                 (*chunk, *params),
             )
-            out.update(rows)
+            if rank_rows is None:
+                out.update(rows)
+                continue
+            for key, memory_id, session, updated, *rest in rows:
+                out[key] = memory_id
+                rank_rows[memory_id] = RankRow(session, from_text(updated), *rest)
         return out
 
     def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
@@ -592,7 +610,9 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         total = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
         return pairs, freqs, total
 
-    def keyword_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, query: str, k: int, flt: MemoryFilter, rows: dict[str, RankRow] | None = None
+    ) -> list[tuple[str, float]]:
         """BM25 over the query's words, at a cost bounded in large stores.
 
         A ranked FTS5 query costs time in proportion to the rows its words match.
@@ -631,17 +651,20 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 (match, window_rows - 1),
             ).fetchone()
             if row is not None:
-                return self._rank_window(words, word_df, row[0], k, flt)
+                return self._rank_window(words, word_df, row[0], k, flt, rows)
         cond, params = where(flt)
         if not flt.is_unrestricted():  # filter every match: the filter may keep few
-            rows = self.conn.execute(
-                f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score "
+            found = self.conn.execute(
+                f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score, {_RANK_COLUMNS} "
                 f"FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
                 f"WHERE memories_fts MATCH ? AND {cond} "
                 f"ORDER BY score, m.rowid DESC LIMIT ?",
                 (self.title_weight, match, *params, k),
-            )
-            return [(memory_id, -float(score)) for memory_id, score in rows]
+            ).fetchall()
+            if rows is not None:
+                for memory_id, _, session, updated, *rest in found:
+                    rows[memory_id] = RankRow(session, from_text(updated), *rest)
+            return [(memory_id, -float(score)) for memory_id, score, *_ in found]
         # Most rows pass: rank inside FTS5 and look up only the best rows.
         fetch = k + max(16, k // 4)
         while True:
@@ -651,14 +674,20 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 "ORDER BY score, f.rowid DESC LIMIT ?",
                 (self.title_weight, match, fetch),
             ).fetchall()
-            passing = self._passing([key for key, _ in top], cond, params)
+            passing = self._passing([key for key, _ in top], cond, params, rows)
             hits = [(passing[key], -float(score)) for key, score in top if key in passing]
             if len(hits) >= k or len(top) < fetch:
                 return hits[:k]
             fetch *= 4
 
     def _rank_window(
-        self, words: list[str], word_df: dict[str, int], window: int, k: int, flt: MemoryFilter
+        self,
+        words: list[str],
+        word_df: dict[str, int],
+        window: int,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
     ) -> list[tuple[str, float]]:
         """Rank the matches from rowid ``window`` on (the newest ``common_window``) by
         the BM25 idf of the query words each holds.
@@ -685,7 +714,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         hits: list[tuple[str, float]] = []
         for start in range(0, len(ranked), max(step, 1)):
             chunk = ranked[start : start + step]
-            passing = self._passing(chunk, cond, params)
+            passing = self._passing(chunk, cond, params, rows)
             hits.extend((passing[key], scores[key]) for key in chunk if key in passing)
             if len(hits) >= k:
                 break
