@@ -131,11 +131,23 @@ def test_bounded_loading_ranks_exactly_like_scoring_every_candidate(make_mem, se
                "piano in May 2023", "coffee"]  # fmt: skip
     flt = mem._read_filter(user_id="u", agent_id=None, namespace=None, now=NOW,
                            include_superseded=True)  # fmt: skip
+    get_many = mem.store.get_many
+    loads: list[int] = []
+
+    def counted(ids):
+        loads.append(len(ids))
+        return get_many(ids)
+
     for query in queries:
         for limit in (3, 10):
             req = pipeline.SearchRequest(query, mem.embedder.embed(query), flt, limit, RRF, NOW,
                                          rng.choice([None, "src/app/main.py"]))  # fmt: skip
+            loads.clear()
+            mem.store.get_many = counted  # type: ignore[method-assign]
             got = pipeline.run(mem.store, req, mem.settings)
+            mem.store.get_many = get_many  # type: ignore[method-assign]
+            # one load, of every candidate whose bound / spread reaches the limit-th bound
+            assert len(loads) == 1 and limit <= loads[0]
             ctx = ScoringContext(NOW, mem.settings, req.path_hint,
                                  frozenset(cues.words(query)), tuple(cues.query_dates(query)))
             every = pipeline.gather(mem.store, req, mem.settings)
@@ -143,6 +155,7 @@ def test_bounded_loading_ranks_exactly_like_scoring_every_candidate(make_mem, se
                 cand.score = RRF.scorer(cand, ctx)
             every.sort(key=lambda c: (-c.score, c.memory.id))
             assert len(every) > 3 * limit  # the bound has candidates to skip
+            assert loads[0] < len(every)  # and skips some
             assert [(c.memory.id, c.score) for c in got] == [
                 (c.memory.id, c.score) for c in every[:limit]
             ]

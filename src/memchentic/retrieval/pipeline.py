@@ -259,13 +259,21 @@ def _bounded(
         ctx,
     )
     bounds = sorted(zip(values, ranked_ids, strict=True), key=lambda item: (-item[0], item[1]))
+    # The first step loads every candidate that can rank: the top ``limit`` by bound
+    # score at least their ``limit``-th bound / spread, and a bound under that
+    # cannot reach them. (The loop goes on if rows vanished since the stages ran.)
+    first = max(_BOUNDED_STEP, 2 * req.limit)
+    if req.profile.spread is not None and len(bounds) >= req.limit:
+        floor = bounds[req.limit - 1][0] / req.profile.spread(ctx) * (1 - _BOUND_SLACK)
+        first = sum(1 for value, _ in bounds if value >= floor)
     scored: list[Candidate] = []
     best: list[float] = []  # scores so far, best first
     at = 0
     while at < len(bounds):
         if len(best) >= req.limit and bounds[at][0] * (1 + _BOUND_SLACK) < best[req.limit - 1]:
             break
-        step = [i for _, i in bounds[at : at + max(_BOUNDED_STEP, 2 * req.limit - len(best))]]
+        size = first if at == 0 else max(_BOUNDED_STEP, 2 * req.limit - len(best))
+        step = [i for _, i in bounds[at : at + size]]
         at += len(step)
         records = store.get_many(step)
         for memory_id in step:

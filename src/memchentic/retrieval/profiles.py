@@ -155,6 +155,18 @@ def bound_rrf(
     return score.tolist()
 
 
+def spread_rrf(ctx: ScoringContext) -> float:
+    """How far below its :func:`bound_rrf` a score can fall, as a ratio: the cues
+    the bound takes at their largest (each is 1 or ``1 + boost``)."""
+    s = ctx.settings
+    spread = 1.0
+    if ctx.query_words:
+        spread *= max(1.0, 1.0 + s.search_speaker_boost)
+    if ctx.query_dates:
+        spread *= max(1.0, 1.0 + s.search_date_boost)
+    return spread
+
+
 def score_cosine_decay(c: Candidate, ctx: ScoringContext) -> float:
     s, m = ctx.settings, c.memory
     age = age_days(ctx.now, m.created_at)
@@ -210,11 +222,15 @@ class SearchProfile:
     #: Upper bounds of the scores from the ranks and ``RankRow``s (see ``bound_rrf``);
     #: with them, the pipeline loads and scores only the candidates that can rank.
     bound: Bound | None = None
+    #: With ``bound``: the largest ratio of a bound to its score (see ``spread_rrf``);
+    #: the pipeline loads at once every candidate that can rank by that ratio.
+    spread: Callable[[ScoringContext], float] | None = None
 
 
 RRF = SearchProfile(
-    "rrf", score_rrf, description="match x freshness x path x confidence x usage", bound=bound_rrf
-)
+    "rrf", score_rrf, description="match x freshness x path x confidence x usage",
+    bound=bound_rrf, spread=spread_rrf,
+)  # fmt: skip
 COSINE_DECAY = SearchProfile(
     "cosine_decay",
     score_cosine_decay,
