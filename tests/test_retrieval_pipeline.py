@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from memchentic import Memory, Settings
@@ -185,7 +186,7 @@ def test_the_stages_hand_over_the_rank_rows_they_read(make_mem, settings) -> Non
                                    include_superseded=True).namespaces]  # fmt: skip
     filters = [MemoryFilter(now=NOW), MemoryFilter(namespaces=namespaces[0], now=NOW)]
     queries = ["harbour cranes", "note topic 4", "shared words"]
-    checked = 0
+    checked = carried = 0
     for flt in filters:
         for query in queries:
             for stage, arg in ((mem.store.keyword_search, query),
@@ -193,12 +194,16 @@ def test_the_stages_hand_over_the_rank_rows_they_read(make_mem, settings) -> Non
                 rows: dict = {}
                 hits = stage(arg, 20, flt, rows)  # type: ignore[operator]
                 assert hits
-                expected = mem.store.rank_rows([i for i, _ in hits])
-                assert {i: rows[i] for i, _ in hits if i in rows} == {
-                    i: expected[i] for i, _ in hits if i in rows
-                }
-                checked += len([i for i, _ in hits if i in rows])
-    assert checked > 0  # the backend handed rows over
+                handed = [i for i, _ in hits if i in rows]
+                expected = mem.store.rank_rows(handed)
+                stored = mem.store.vectors(handed)
+                for i in handed:
+                    assert rows[i]._replace(vector=None) == expected[i]
+                    if rows[i].vector is not None:  # a keyword stage's, for the cosine
+                        assert np.array_equal(rows[i].vector, stored[i])
+                        carried += 1
+                checked += len(handed)
+    assert checked > 0 and carried > 0  # the backend handed rows and vectors over
 
 
 def test_rrf_bounds_are_the_scores_without_the_content_cues(make_mem, settings) -> None:

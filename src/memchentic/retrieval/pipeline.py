@@ -19,7 +19,7 @@ import numpy as np
 
 from ..record import MemoryRecord
 from ..settings import Settings
-from ..store.base import MemoryFilter, RankRow, Store
+from ..store.base import MemoryFilter, RankRow, Store, stored_cosines
 from . import context, cues, signals
 from .profiles import Candidate, ScoringContext, SearchProfile
 from .router import route
@@ -111,12 +111,18 @@ def _true_cosines(
     store: Store, req: SearchRequest, stages: _Stages, ids: list[str]
 ) -> dict[str, float]:
     """Each id's cosine: from the vector stage, else (keyword-only candidates and
-    neighbours) from its stored vector."""
-    cosines = dict(stages.by_vector)
-    missing = [i for i in ids if i not in cosines]
-    if missing:
-        cosines.update(store.similarities(req.vector, missing))
-    return cosines
+    neighbours) from its stored vector: the one a stage handed over, or looked up."""
+    found = dict(stages.by_vector)
+    missing = sorted(i for i in ids if i not in found)  # one order on every path
+    carried = [(i, row.vector) for i in missing
+               if (row := stages.rows.get(i)) is not None and row.vector is not None]  # fmt: skip
+    if carried:
+        values = stored_cosines([vector for _, vector in carried], req.vector)
+        found.update(zip([i for i, _ in carried], values, strict=True))
+    rest = [i for i in missing if i not in found]
+    if rest:
+        found.update(store.similarities(req.vector, rest))
+    return found
 
 
 @dataclass(slots=True)

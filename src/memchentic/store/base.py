@@ -80,6 +80,19 @@ class RankRow(NamedTuple):
     reinforcement: int
     recall_count: int
     path_hint: str | None
+    #: The stored vector, when a stage read it with the row (keyword stages do:
+    #: their hits' cosines with the query are needed, and this saves a lookup).
+    vector: np.ndarray | None = None
+
+
+def stored_cosines(vectors: Sequence[np.ndarray], query: np.ndarray) -> list[float]:
+    """Float32 cosine of each of ``vectors`` with ``query`` (0-norm rows give 0).
+    Every cosine of a stored vector outside the vector stage is computed here."""
+    matrix = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    norms[norms == 0] = 1.0
+    return (np.einsum("ij,j->i", matrix, q) / norms).tolist()
 
 
 @dataclass(slots=True)
@@ -174,12 +187,7 @@ class Store(ABC):
         found = self.vectors(ids)
         if not found:
             return {}
-        matrix = np.stack([np.asarray(v, dtype=np.float32) for v in found.values()])
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-        norms[norms == 0] = 1.0
-        sims = (matrix @ query) / norms
-        return dict(zip(found, sims.tolist(), strict=True))
+        return dict(zip(found, stored_cosines(list(found.values()), vector), strict=True))
 
     @abstractmethod
     def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None: ...

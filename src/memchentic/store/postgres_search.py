@@ -56,10 +56,14 @@ _RANK_COLUMNS = (
 
 
 def _keep_rank_rows(found: Sequence[Sequence[Any]], at: int, rows: dict[str, RankRow]) -> None:
-    """Each found row's RankRow, from its columns ``at`` on (the id comes first)."""
+    """Each found row's RankRow, from its columns ``at`` on (the id comes first):
+    _RANK_COLUMNS, then maybe the stored vector."""
     for row in found:
-        session, updated, *rest = row[at:]
-        rows[row[0]] = RankRow(session, utc(updated), *rest)
+        session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
+        vector = row[at + 7] if len(row) > at + 7 else None
+        rows[row[0]] = RankRow(
+            session, utc(updated), kind, type_, reinforcement, recalls, path, vector
+        )
 
 
 def _tsquery_word(terms: Sequence[str]) -> str:
@@ -371,11 +375,16 @@ class PostgresSearch(PgConnections):
         score_params: list[Any] = []
         for w in words:
             score_params += [idf(word_df[w], max(total, 1)), weights, queries[w]]
+        # The stored vectors of the k best (their cosines are needed), read after the
+        # ranking so that the sort never carries them.
         found = self._rows(
-            f"SELECT m.id, {score_sql} AS score, {_RANK_COLUMNS} FROM memories m "
+            f"SELECT s.id, s.score, {_RANK_COLUMNS.replace('m.', 's.')}, v.embedding FROM ("
+            f"SELECT m.key, m.id, {score_sql} AS score, {_RANK_COLUMNS} FROM memories m "
             f"WHERE m.tsv @@ %s::tsquery {window_sql} AND {cond} "
-            f"ORDER BY score DESC, m.key DESC LIMIT %s",
+            f"ORDER BY score DESC, m.key DESC LIMIT %s) s "
+            f"LEFT JOIN memory_vectors v ON v.key = s.key ORDER BY s.score DESC, s.key DESC",
             (*score_params, match, *window_params, *params, k),
+            binary=True,
         )
         if rows is not None:
             _keep_rank_rows(found, 2, rows)

@@ -55,6 +55,15 @@ _RANK_COLUMNS = (
     "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint"
 )
 
+
+def _rank_row(row: Sequence[Any], at: int) -> RankRow:
+    """The RankRow in ``row`` from column ``at`` on (_RANK_COLUMNS, then maybe a
+    vector blob)."""
+    session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
+    blob = row[at + 7] if len(row) > at + 7 else None
+    vector = np.frombuffer(blob, dtype=np.float32) if blob is not None else None
+    return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path, vector)
+
 APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 #: Address space each connection may map of the database file (not memory: the OS
@@ -491,26 +500,34 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         cond: str,
         params: list[Any],
         rank_rows: dict[str, RankRow] | None = None,
+        *,
+        with_vectors: bool = False,
     ) -> dict[int, str]:
         """The keys (rows) that pass the filter, with their ids; with ``rank_rows``,
-        their :class:`RankRow` too (read from the same rows)."""
+        their :class:`RankRow` too (read from the same rows), with their vectors
+        when ``with_vectors``."""
         out: dict[int, str] = {}
-        columns = "m.rowid, m.id" if rank_rows is None else f"m.rowid, m.id, {_RANK_COLUMNS}"
+        columns, joined = "m.rowid, m.id", ""
+        if rank_rows is not None:
+            columns += f", {_RANK_COLUMNS}"
+            if with_vectors:
+                columns += ", v.embedding"
+                joined = "LEFT JOIN vectors v ON v.rowid = m.rowid"
         # NOT INDEXED: look the keys up by rowid; left alone, the planner may pick a
         # filter column's index instead and walk every row of the namespace.
         for start in range(0, len(keys), 4096):
             chunk = keys[start : start + 4096]
             rows = self.conn.execute(
-                f"SELECT {columns} FROM memories m NOT INDEXED WHERE m.rowid IN "
+                f"SELECT {columns} FROM memories m NOT INDEXED {joined} WHERE m.rowid IN "
                 f"({', '.join('?' * len(chunk))}) AND {cond}",
                 (*chunk, *params),
             )
             if rank_rows is None:
                 out.update(rows)
                 continue
-            for key, memory_id, session, updated, *rest in rows:
-                out[key] = memory_id
-                rank_rows[memory_id] = RankRow(session, from_text(updated), *rest)
+            for row in rows:
+                out[row[0]] = row[1]
+                rank_rows[row[1]] = _rank_row(row, 2)
         return out
 
     def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
@@ -654,17 +671,20 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 return self._rank_window(words, word_df, row[0], k, flt, rows)
         cond, params = where(flt)
         if not flt.is_unrestricted():  # filter every match: the filter may keep few
+            # The vectors of the k best only (not of every match the sort sees).
             found = self.conn.execute(
-                f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score, {_RANK_COLUMNS} "
-                f"FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+                f"SELECT s.*, v.embedding FROM ("
+                f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score, {_RANK_COLUMNS}, "
+                f"m.rowid AS key FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
                 f"WHERE memories_fts MATCH ? AND {cond} "
-                f"ORDER BY score, m.rowid DESC LIMIT ?",
+                f"ORDER BY score, m.rowid DESC LIMIT ?) s "
+                f"LEFT JOIN vectors v ON v.rowid = s.key ORDER BY s.score, s.key DESC",
                 (self.title_weight, match, *params, k),
             ).fetchall()
             if rows is not None:
-                for memory_id, _, session, updated, *rest in found:
-                    rows[memory_id] = RankRow(session, from_text(updated), *rest)
-            return [(memory_id, -float(score)) for memory_id, score, *_ in found]
+                for row in found:
+                    rows[row[0]] = _rank_row((*row[:9], row[10]), 2)
+            return [(row[0], -float(row[1])) for row in found]
         # Most rows pass: rank inside FTS5 and look up only the best rows.
         fetch = k + max(16, k // 4)
         while True:
@@ -674,7 +694,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 "ORDER BY score, f.rowid DESC LIMIT ?",
                 (self.title_weight, match, fetch),
             ).fetchall()
-            passing = self._passing([key for key, _ in top], cond, params, rows)
+            passing = self._passing([key for key, _ in top], cond, params, rows, with_vectors=True)
             hits = [(passing[key], -float(score)) for key, score in top if key in passing]
             if len(hits) >= k or len(top) < fetch:
                 return hits[:k]
@@ -714,7 +734,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         hits: list[tuple[str, float]] = []
         for start in range(0, len(ranked), max(step, 1)):
             chunk = ranked[start : start + step]
-            passing = self._passing(chunk, cond, params, rows)
+            passing = self._passing(chunk, cond, params, rows, with_vectors=True)
             hits.extend((passing[key], scores[key]) for key in chunk if key in passing)
             if len(hits) >= k:
                 break
