@@ -270,27 +270,56 @@ class PostgresSearch(PgConnections):
     def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
         """(word, index term) pairs, tokenised exactly as the keyword index does
         (each word's terms are remembered: the configuration never changes)."""
+        return self._stems_and_freqs(words, with_freqs=False)[0]
+
+    def _stems_and_freqs(
+        self, words: Sequence[str], *, with_freqs: bool = True
+    ) -> tuple[list[tuple[str, str]], dict[str, int], int]:
+        """:meth:`_stems`, with :meth:`_doc_freqs` of the terms when ``with_freqs``:
+        one round trip (words not seen before are tokenised in the same statement
+        that reads the statistics)."""
         if not words:
-            return []
+            return [], {}, 0
         cache = self._stem_cache
         if len(cache) > _STEM_CACHE_MAX:
             cache.clear()
         # a local view: another thread may clear the shared cache meanwhile
         known = {w: terms for w in words if (terms := cache.get(w)) is not None}
         todo = list(dict.fromkeys(w for w in words if w not in known))
-        if todo:
-            found: dict[str, list[str]] = {w: [] for w in todo}
+        if not todo:
+            pairs = [(word, term) for word in words for term in known[word]]
+            if not with_freqs:
+                return pairs, {}, 0
+            return pairs, *self._doc_freqs(sorted({t for _, t in pairs}))
+        tokens = (
+            f"SELECT w.i, t.lexeme, t.positions[1] AS at FROM unnest(%s::text[]) "
+            f"WITH ORDINALITY AS w (word, i) "
+            f"CROSS JOIN LATERAL unnest(to_tsvector('{self._ts_config_literal}', w.word)) t"
+        )
+        if with_freqs:  # the new words' terms with their counts, then the known terms'
             rows = self._rows(
-                f"SELECT w.i, t.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w (word, i) "
-                f"CROSS JOIN LATERAL unnest(to_tsvector('{self._ts_config_literal}', w.word)) t "
-                f"ORDER BY w.i, t.positions[1]",
-                (todo,),
+                f"SELECT n.i, n.lexeme, d.docs, n.at FROM ({tokens}) n "
+                f"LEFT JOIN term_docs d ON d.term = n.lexeme "
+                f"UNION ALL SELECT 0, term, docs, 0 FROM term_docs WHERE term = ANY(%s) "
+                f"ORDER BY 1, 4",
+                (todo, ["", *sorted({t for w in known for t in known[w]})]),
             )
-            for i, lexeme in rows:
+        else:
+            rows = self._rows(
+                f"SELECT n.i, n.lexeme, NULL, n.at FROM ({tokens}) n ORDER BY 1, 4", (todo,)
+            )
+        found: dict[str, list[str]] = {w: [] for w in todo}
+        counts: dict[str, int] = {}
+        for i, lexeme, docs, _ in rows:
+            if i:
                 found[todo[i - 1]].append(lexeme)
-            for word, lexemes in found.items():
-                known[word] = cache[word] = tuple(lexemes)
-        return [(word, term) for word in words for term in known[word]]
+            if docs:
+                counts[lexeme] = int(docs)
+        for word, lexemes in found.items():
+            known[word] = cache[word] = tuple(lexemes)
+        pairs = [(word, term) for word in words for term in known[word]]
+        total = counts.pop("", 0)
+        return pairs, counts, total
 
     @property
     def _ts_config_literal(self) -> str:
@@ -318,9 +347,7 @@ class PostgresSearch(PgConnections):
         return {t: int(n) for t, n in zip(terms, row, strict=True) if n}, total
 
     def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
-        pairs = self._stems(query_words(query))
-        freqs, total = self._doc_freqs(sorted({t for _, t in pairs}))
-        return pairs, freqs, total
+        return self._stems_and_freqs(query_words(query))
 
     def _weights(self) -> list[float]:
         """ts_rank weights {D, C, B, A}: tags (C) and body (B) alike, the title above."""
@@ -336,17 +363,17 @@ class PostgresSearch(PgConnections):
         """Ranked keyword matches, at a cost bounded in large stores (the budget of
         ``SQLiteStore.keyword_search``: rare words first, common words only alone,
         and then only over the newest ``common_window`` matches)."""
-        pairs = self._stems(query_words(query))
-        if not pairs or k <= 0:
-            return []
         cond, params = where(flt)
-        if cond == "FALSE":
+        if k <= 0 or cond == "FALSE":
             return []
-        terms = sorted({t for _, t in pairs})
-        if flt.isolated:
-            freqs, total = self._visible_stats(terms, cond, params)
+        words = query_words(query)
+        if flt.isolated:  # statistics of the rows the caller can see
+            pairs = self._stems(words)
+            freqs, total = self._visible_stats(sorted({t for _, t in pairs}), cond, params)
         else:
-            freqs, total = self._doc_freqs(terms)
+            pairs, freqs, total = self._stems_and_freqs(words)
+        if not pairs:
+            return []
         word_terms: dict[str, list[str]] = {}
         for word, term in pairs:
             word_terms.setdefault(word, []).append(term)
@@ -365,11 +392,12 @@ class PostgresSearch(PgConnections):
             words, window_rows = self._within_budget(words, word_df, window)
         queries = {w: _tsquery_word(word_terms[w]) for w in words}
         match = " | ".join(queries.values())
-        window_sql, window_params = "", []
+        window_sql: str = ""
+        window_params: list[Any] = []
         if window_rows is not None:
-            start = self._window_start(match, window_rows, sum(word_df[w] for w in words), flt)
-            if start is not None:
-                window_sql, window_params = "AND m.key >= %s", [start]
+            window_sql, window_params = self._window(
+                match, window_rows, sum(word_df[w] for w in words), flt
+            )
         score_sql = " + ".join("%s * ts_rank(%s::real[], m.tsv, %s::tsquery, 1)" for _ in words)
         weights = self._weights()
         score_params: list[Any] = []
@@ -390,14 +418,20 @@ class PostgresSearch(PgConnections):
             _keep_rank_rows(found, 2, rows)
         return [(row[0], float(row[1])) for row in found]
 
-    def _window_start(self, match: str, rows: int, matches: int, flt: MemoryFilter) -> int | None:
-        """The smallest key of (about) the newest ``rows`` of ``matches`` matching rows.
+    def _window(
+        self, match: str, rows: int, matches: int, flt: MemoryFilter
+    ) -> tuple[str, list[Any]]:
+        """The condition (SQL and parameters) that keeps (about) the newest ``rows``
+        of ``matches`` matching rows; empty when all of them are kept.
 
-        Finding it exactly reads every match; keys grow with insertion, so the
-        share of matches in the key range gives the start for nothing. For an
-        isolated filter the visible matches are counted exactly instead (their
-        spread over the key range depends on rows the caller cannot see).
+        Finding the start exactly reads every match; keys grow with insertion, so
+        the share of matches in the key range gives it for nothing, computed by the
+        ranking statement itself from the current key range. For an isolated
+        filter the visible matches are counted exactly instead (their spread over
+        the key range depends on rows the caller cannot see).
         """
+        if matches <= rows:
+            return "", []
         if flt.isolated:
             cond, params = where(flt)
             row = self._row(
@@ -405,12 +439,14 @@ class PostgresSearch(PgConnections):
                 f"ORDER BY m.key DESC OFFSET %s LIMIT 1",
                 (match, *params, rows - 1),
             )
-            return int(row[0]) if row else None
-        low, high = self._row("SELECT min(key), max(key) FROM memories")
-        if low is None or matches <= rows:
-            return None
-        span = -(-(high - low + 1) * rows // matches)  # keys holding about ``rows`` matches
-        return int(high - span + 1)
+            return ("AND m.key >= %s", [int(row[0])]) if row else ("", [])
+        # max - span + 1, span = ceil((max - min + 1) x rows / matches): the keys
+        # holding about ``rows`` matches (an init plan: two index probes)
+        return (
+            "AND m.key >= (SELECT max(key) - ((max(key) - min(key) + 1) * %s + %s) / %s + 1 "
+            "FROM memories)",
+            [rows, matches - 1, matches],
+        )
 
     def _within_budget(
         self, words: list[str], word_df: dict[str, int], window: int
