@@ -70,7 +70,10 @@ class _Stages:
         return list(dict.fromkeys([i for i, _ in self.by_vector] + [i for i, _ in self.by_keyword]))
 
 
-#: Runs the keyword stage beside the vector stage on stores with concurrent reads.
+#: Threads that run keyword stages beside vector stages (stores with concurrent
+#: reads): as many as searches that may run at once in a busy server process (the
+#: store's connection pool is what limits them).
+STAGE_THREADS = 16
 _stage_threads: ThreadPoolExecutor | None = None
 _stage_threads_lock = threading.Lock()
 
@@ -79,7 +82,7 @@ def _stage_pool() -> ThreadPoolExecutor:
     global _stage_threads
     with _stage_threads_lock:
         if _stage_threads is None:
-            _stage_threads = ThreadPoolExecutor(4, thread_name_prefix="memchentic-stage")
+            _stage_threads = ThreadPoolExecutor(STAGE_THREADS, "memchentic-stage")
         return _stage_threads
 
 
