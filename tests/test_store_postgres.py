@@ -333,3 +333,26 @@ def test_search_runs_its_stages_at_once_outside_a_transaction(
     monkeypatch.setattr(store, "keyword_search", broken)
     with pytest.raises(psycopg.OperationalError, match="keyword stage"):
         mem.search("crane")
+
+
+def test_a_forked_process_searches_with_stages_at_once(stores: Stores):
+    """The parent's stage threads do not survive a fork: a child that searches must
+    get its own (a task left on the parent's pool would wait forever)."""
+    import os
+    import signal
+
+    location = stores.location("forked")
+    with Memory(store=location, embedder="hash") as parent:
+        parent.add("a fact about harbour cranes")
+        assert parent.search("harbour cranes")  # the parent's stage threads exist now
+        pid = os.fork()
+        if pid == 0:  # the child: a search must finish (an alarm ends a hang)
+            code = 1
+            try:
+                signal.alarm(60)
+                with Memory(store=location, embedder="hash") as child:
+                    code = 0 if child.search("harbour cranes") else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

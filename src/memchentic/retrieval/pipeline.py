@@ -8,6 +8,7 @@ No backend names here: candidates come from the store interface.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -84,6 +85,17 @@ def _stage_pool() -> ThreadPoolExecutor:
         if _stage_threads is None:
             _stage_threads = ThreadPoolExecutor(STAGE_THREADS, "memchentic-stage")
         return _stage_threads
+
+
+def _forget_stage_pool() -> None:
+    """In a forked child: the parent's pool object came along, its threads did not
+    (a task submitted to it would never run), so the child starts its own."""
+    global _stage_threads, _stage_threads_lock
+    _stage_threads = None
+    _stage_threads_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_stage_pool)
 
 
 def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
