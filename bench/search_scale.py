@@ -535,19 +535,34 @@ def _run_all(args: argparse.Namespace, backends: list[str]) -> int:
                 cmd += ["--keep", args.keep]
             if backend == "postgres":
                 cmd += ["--store", args.store]
-            print(f"{backend} N={n:,} ...", file=sys.stderr, flush=True)
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-            if done.returncode != 0 or not lines:
-                sys.stderr.write(done.stdout + done.stderr)
-                return done.returncode or 1
-            rows.append(json.loads(lines[-1][len("RESULT ") :]))
-            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+            got = run_child(cmd, f"{backend} N={n:,}")
+            if isinstance(got, int):
+                return got
+            rows.append(got)
     print_table(rows)
-    if args.json:
-        meta = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "seed": args.seed}
-        Path(args.json).write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
+    save_json(args.json, args.seed, rows)
     return 0
+
+
+def run_child(cmd: list[str], label: str) -> dict[str, Any] | int:
+    """Run one measurement in a child process: its ``RESULT`` JSON line, or the
+    exit code after echoing its output when it failed."""
+    print(f"{label} ...", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        sys.stderr.write(done.stdout + done.stderr)
+        return done.returncode or 1
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    print(json.dumps(result), file=sys.stderr, flush=True)
+    return result
+
+
+def save_json(path: str | None, seed: int, rows: list[dict[str, Any]]) -> None:
+    """Write the rows with the machine's description (``--json``)."""
+    if path:
+        meta = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "seed": seed}
+        Path(path).write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

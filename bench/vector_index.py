@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +46,14 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from search_scale import DIM, QUERY_NOISE, Corpus, make_queries  # noqa: E402
+from search_scale import (  # noqa: E402
+    DIM,
+    QUERY_NOISE,
+    Corpus,
+    make_queries,
+    run_child,
+    save_json,
+)
 
 from memchentic.store.vectors import VectorIndex  # noqa: E402
 
@@ -231,18 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, str(n),
                "--queries", str(args.queries), "--seed", str(args.seed),
                "--exact-below", str(args.exact_below)]  # fmt: skip
-        print(f"{name} N={n:,} ...", file=sys.stderr, flush=True)
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-        if done.returncode != 0 or not lines:
-            sys.stderr.write(done.stdout + done.stderr)
-            return done.returncode or 1
-        rows.append(json.loads(lines[-1][len("RESULT ") :]))
-        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        got = run_child(cmd, f"{name} N={n:,}")
+        if isinstance(got, int):
+            return got
+        rows.append(got)
     print_table(rows)
-    if args.json:
-        meta = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "seed": args.seed}
-        Path(args.json).write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
+    save_json(args.json, args.seed, rows)
     return 0
 
 
