@@ -36,10 +36,9 @@ from .postgres_rows import (
     row_to_record,
     row_to_version,
     tsv_params,
-    utc,
     where,
 )
-from .postgres_search import PostgresSearch
+from .postgres_search import RANK_COLUMNS, PostgresSearch, keep_rank_rows
 
 _ENTITY_SQL = "SELECT unnest(%s::text[])"
 
@@ -174,12 +173,12 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
         if not ids:
             return {}
         rows = self._rows(
-            "SELECT id, session_id, updated_at, kind, type, reinforcement, recall_count, "
-            "path_hint FROM memories WHERE id = ANY(%s)",
+            f"SELECT m.id, {RANK_COLUMNS} FROM memories m WHERE m.id = ANY(%s)",
             (list(dict.fromkeys(ids)),),
         )
-        return {memory_id: RankRow(session, utc(updated), *rest)
-                for memory_id, session, updated, *rest in rows}  # fmt: skip
+        found: dict[str, RankRow] = {}
+        keep_rank_rows(rows, 1, found)
+        return found
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:

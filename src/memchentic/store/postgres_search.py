@@ -50,14 +50,14 @@ RANK_ROWS_MAX = 1000
 STATE_TTL_S = 1.0
 _STEM_CACHE_MAX = 100_000
 #: The columns of a :class:`RankRow`, in its order (read with the candidates).
-_RANK_COLUMNS = (
+RANK_COLUMNS = (
     "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint"
 )
 
 
-def _keep_rank_rows(found: Sequence[Sequence[Any]], at: int, rows: dict[str, RankRow]) -> None:
+def keep_rank_rows(found: Sequence[Sequence[Any]], at: int, rows: dict[str, RankRow]) -> None:
     """Each found row's RankRow, from its columns ``at`` on (the id comes first):
-    _RANK_COLUMNS, then maybe the stored vector."""
+    RANK_COLUMNS, then maybe the stored vector."""
     for row in found:
         session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
         vector = row[at + 7] if len(row) > at + 7 else None
@@ -215,7 +215,7 @@ class PostgresSearch(PgConnections):
     ) -> list[Any]:
         # An untyped ``embedding <=> q``: the index (on a cast) cannot serve it.
         return self._rows(
-            f"SELECT m.id, v.embedding, {_RANK_COLUMNS} "
+            f"SELECT m.id, v.embedding, {RANK_COLUMNS} "
             f"FROM memories m JOIN memory_vectors v ON v.key = m.key "
             f"WHERE {cond} ORDER BY v.embedding <=> %s, m.id LIMIT %s",
             (*params, query, fetch),
@@ -227,7 +227,7 @@ class PostgresSearch(PgConnections):
     ) -> list[Any]:
         cast = f"vector({int(dimension)})"
         sql = (
-            f"SELECT m.id, v.embedding, {_RANK_COLUMNS} "
+            f"SELECT m.id, v.embedding, {RANK_COLUMNS} "
             f"FROM memory_vectors v JOIN memories m ON m.key = v.key "
             f"WHERE {cond} AND vector_dims(v.embedding) = {int(dimension)} "
             f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
@@ -252,7 +252,7 @@ class PostgresSearch(PgConnections):
         if not found:
             return []
         if rows is not None:
-            _keep_rank_rows(found, 2, rows)
+            keep_rank_rows(found, 2, rows)
         qnorm = float(np.linalg.norm(query)) or 1.0
         matrix = np.stack([row[1] for row in found]).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1)
@@ -406,8 +406,8 @@ class PostgresSearch(PgConnections):
         # The stored vectors of the k best (their cosines are needed), read after the
         # ranking so that the sort never carries them.
         found = self._rows(
-            f"SELECT s.id, s.score, {_RANK_COLUMNS.replace('m.', 's.')}, v.embedding FROM ("
-            f"SELECT m.key, m.id, {score_sql} AS score, {_RANK_COLUMNS} FROM memories m "
+            f"SELECT s.id, s.score, {RANK_COLUMNS.replace('m.', 's.')}, v.embedding FROM ("
+            f"SELECT m.key, m.id, {score_sql} AS score, {RANK_COLUMNS} FROM memories m "
             f"WHERE m.tsv @@ %s::tsquery {window_sql} AND {cond} "
             f"ORDER BY score DESC, m.key DESC LIMIT %s) s "
             f"LEFT JOIN memory_vectors v ON v.key = s.key ORDER BY s.score DESC, s.key DESC",
@@ -415,7 +415,7 @@ class PostgresSearch(PgConnections):
             binary=True,
         )
         if rows is not None:
-            _keep_rank_rows(found, 2, rows)
+            keep_rank_rows(found, 2, rows)
         return [(row[0], float(row[1])) for row in found]
 
     def _window(

@@ -342,8 +342,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
 
     def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
         rows = self._by_ids(f"SELECT m.id, {_RANK_COLUMNS} FROM memories m", ids)
-        return {memory_id: RankRow(session, from_text(updated), *rest)
-                for memory_id, session, updated, *rest in rows}  # fmt: skip
+        return {row[0]: _rank_row(row, 1) for row in rows}
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._by_ids(
