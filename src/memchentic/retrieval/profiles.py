@@ -143,10 +143,7 @@ def bound_rrf(
         score *= np.where(guide, 1.0 + s.search_guide_confidence_weight * reinforcement, 1.0)
     recalls = np.array([row.recall_count for row in rows], dtype=np.float64)
     score *= 1.0 + s.memory_usage_score_weight * np.log1p(np.maximum(recalls, 0.0))
-    if ctx.query_words:
-        score *= max(1.0, 1.0 + s.search_speaker_boost)
-    if ctx.query_dates:
-        score *= max(1.0, 1.0 + s.search_date_boost)
+    score *= spread_rrf(ctx)  # the speaker and date cues at their largest
     own = s.search_episodic_recency_days
     if own > 0 and own != half_life:
         episodic = np.array([row.type in EPISODIC_TYPES for row in rows])

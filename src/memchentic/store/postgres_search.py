@@ -27,7 +27,7 @@ import numpy as np
 
 from ..retrieval.signals import idf
 from ..retrieval.text import query_words
-from .base import MemoryFilter, RankRow
+from .base import MemoryFilter, RankRow, stored_cosines
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
 
@@ -253,11 +253,7 @@ class PostgresSearch(PgConnections):
             return []
         if rows is not None:
             keep_rank_rows(found, 2, rows)
-        qnorm = float(np.linalg.norm(query)) or 1.0
-        matrix = np.stack([row[1] for row in found]).astype(np.float32)
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        sims = ((matrix @ query) / (norms * qnorm)).tolist()
+        sims = stored_cosines([row[1] for row in found], query)
         scored = [(row[0], sim) for row, sim in zip(found, sims, strict=True)]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored[:k]
