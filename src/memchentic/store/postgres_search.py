@@ -193,9 +193,13 @@ class PostgresSearch(PgConnections):
         indexed = dimension == size and total > min(self.exact_vector_rows, EXACT_SCAN_MAX)
         order = f"v.embedding::{cast} <=> q.v" if indexed else "v.embedding <=> q.v"
         # The batch travels as one flat real[] and is cut into vectors by the server.
+        # Its cast is made once, in a materialised step: as an expression of each
+        # row it would be made per vector under a generic plan (a prepared
+        # statement's), 1,000 x 384,000 casts, over a minute a batch of 1,000.
         rows = self._rows(
-            f"WITH q AS (SELECT i, ((%s::real[])[(i - 1) * {size} + 1 : i * {size}])::{cast} "
-            f"AS v FROM generate_series(1, %s) AS i) "
+            f"WITH a AS MATERIALIZED (SELECT %s::real[] AS flat), "
+            f"q AS MATERIALIZED (SELECT i, (a.flat[(i - 1) * {size} + 1 : i * {size}])::{cast} "
+            f"AS v FROM a, generate_series(1, %s) AS i) "
             f"SELECT q.i, s.id, s.distance FROM q "
             f"CROSS JOIN LATERAL (SELECT m.id, {order} AS distance FROM memory_vectors v "
             f"JOIN memories m ON m.key = v.key WHERE vector_dims(v.embedding) = {size} "
