@@ -428,7 +428,14 @@ class _Lists:
     def search_many(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """:meth:`search` for each row of ``queries``, list by list: each probed list
         is scanned once, by one matrix product with the queries that probe it, and
-        each query keeps its best ``k`` so far."""
+        each query keeps its best ``k`` so far.
+
+        Only scores at or above a bar are ranked when every query of the product has
+        one: its ``k``-th best so far or, in a large list, the ``k``-th best of an
+        evenly spread subset of the list's scores, which rows under it cannot beat
+        (an argpartition of every score of the flat index was most of the time of a
+        bulk write's check). Otherwise, all the scores are ranked.
+        """
         order, count = self.probe_plan(queries, k)
         best_sims = np.full((len(queries), k), -np.inf, dtype=np.float32)
         best_keys = np.zeros((len(queries), k), dtype=np.uint64)
@@ -441,17 +448,69 @@ class _Lists:
                 continue
             rows, keys = self.rows[lid][:size], self.keys[lid][:size]
             span = max(1, (1 << 22) // size)  # queries per product: at most 16 MiB of scores
+            stride = size // max(k, 4 * math.isqrt(k * size))  # > 1: a sample has >= k
             for part in range(start, stop, span):
                 who = asker[by_list[part : min(stop, part + span)]]  # each query once a list
-                sims = np.concatenate([best_sims[who], queries[who] @ rows.T], axis=1)
-                top = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # < k: a kept one
-                kept = np.take_along_axis(best_keys[who], np.minimum(top, k - 1), 1)
-                best_keys[who] = np.where(top < k, kept, keys[np.maximum(top - k, 0)])
-                best_sims[who] = np.take_along_axis(sims, top, 1)
+                sims = queries[who] @ rows.T
+                bar = best_sims[who].min(axis=1)
+                if stride > 1:
+                    open_ = np.flatnonzero(bar == -np.inf)
+                    if len(open_):
+                        bar[open_] = np.partition(sims[open_, ::stride], -k, axis=1)[:, -k]
+                if bar.min() == -np.inf:
+                    _rank_all(best_sims, best_keys, who, sims, keys)
+                    continue
+                at = np.flatnonzero(sims >= bar[:, None])  # (a 2-D nonzero is far slower)
+                hits = np.divmod(at, size)
+                _keep_best(best_sims, best_keys, who, who[hits[0]], sims.ravel()[at],
+                           keys[hits[1]])  # fmt: skip
+        order = np.argsort(-best_sims, axis=1, kind="stable")
+        ranked_sims = np.take_along_axis(best_sims, order, 1).tolist()
+        ranked_keys = np.take_along_axis(best_keys, order, 1).tolist()
         out = []
-        for sims, keys in zip(best_sims, best_keys, strict=True):
-            out.append([hit for hit in _top(keys, sims, k) if hit[1] != -np.inf])
+        for sims, keys in zip(ranked_sims, ranked_keys, strict=True):
+            found = k if sims[-1] != -np.inf else sims.index(-np.inf)
+            out.append(list(zip(keys[:found], sims[:found], strict=True)))
         return out
+
+
+def _rank_all(
+    best_sims: np.ndarray, best_keys: np.ndarray, who: np.ndarray, sims: np.ndarray,
+    keys: np.ndarray,
+) -> None:  # fmt: skip
+    """Keep the best ``k`` of the queries ``who``'s best so far and their ``sims``
+    against ``keys`` (one argpartition of every score)."""
+    k = best_sims.shape[1]
+    sims = np.concatenate([best_sims[who], sims], axis=1)
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # < k: a kept one
+    kept = np.take_along_axis(best_keys[who], np.minimum(top, k - 1), 1)
+    best_keys[who] = np.where(top < k, kept, keys[np.maximum(top - k, 0)])
+    best_sims[who] = np.take_along_axis(sims, top, 1)
+
+
+def _keep_best(
+    best_sims: np.ndarray,
+    best_keys: np.ndarray,
+    who: np.ndarray,
+    asker: np.ndarray,
+    sims: np.ndarray,
+    keys: np.ndarray,
+) -> None:
+    """Merge new hits (``asker[i]`` found ``keys[i]`` at ``sims[i]``) into the best
+    ``k`` so far of the queries ``who``."""
+    k = best_sims.shape[1]
+    held = best_sims[who].ravel()
+    mine = held != -np.inf
+    q = np.concatenate([np.repeat(who, k)[mine], asker])
+    s = np.concatenate([held[mine], sims])
+    key = np.concatenate([best_keys[who].ravel()[mine], keys])
+    order = np.lexsort((-s, q))  # by query, best first
+    q, s, key = q[order], s[order], key[order]
+    rank = np.arange(len(q)) - np.searchsorted(q, q)
+    kept = rank < k
+    best_sims[who] = -np.inf
+    best_sims[q[kept], rank[kept]] = s[kept]
+    best_keys[q[kept], rank[kept]] = key[kept]
 
 
 class VectorIndex:
