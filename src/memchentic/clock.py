@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
@@ -44,7 +45,16 @@ def to_text(value: datetime | None) -> str | None:
     """Fixed-width text that sorts in time order (microseconds, UTC, 'Z'-free)."""
     if value is None:
         return None
+    if type(value) is datetime and value.tzinfo is UTC:  # what as_utc gives
+        return _utc_text(value)
     return value.astimezone(UTC).isoformat(timespec="microseconds")  # years < 1000 too
+
+
+@functools.lru_cache(maxsize=4096)
+def _utc_text(value: datetime) -> str:
+    """Cached: a bulk write writes each record's two or three times about ten times
+    over (row, version snapshot, events); ``isoformat`` was 4% of its time."""
+    return value.isoformat(timespec="microseconds")
 
 
 def from_text(value: str | None) -> datetime | None:

@@ -7,7 +7,7 @@ edge kinds, the tiers and read intents (section 5), and the write statuses.
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -155,27 +155,36 @@ class MemoryRecord:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: datetimes as ISO 8601 text; lists and dicts are copies.
 
-        Written out field by field (``dataclasses.asdict`` deep-copies through
-        ``copy.deepcopy`` and cost a third of a bulk write)."""
-        out: dict[str, Any] = {}
-        for name in _RECORD_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, datetime):
-                value = to_text(value)
-            elif isinstance(value, list | dict):
-                value = _plain_copy(value)
-            out[name] = value
-        return out
+        Written out field by field, in field order (``dataclasses.asdict``
+        deep-copies through ``copy.deepcopy``; a loop over the fields with type
+        checks on each took four times as long, and a bulk write snapshots every
+        record)."""
+        return {
+            "id": self.id, "namespace": self.namespace, "content": self.content,
+            "kind": self.kind, "type": self.type, "title": self.title,
+            "tier_l0": self.tier_l0, "tier_l1": self.tier_l1, "tags": _plain_copy(self.tags),
+            "path_hint": self.path_hint, "repo": self.repo,
+            "entities": _plain_copy(self.entities), "slot_key": self.slot_key,
+            "user_id": self.user_id, "agent_id": self.agent_id, "session_id": self.session_id,
+            "confidence": self.confidence, "reinforcement": self.reinforcement,
+            "importance": self.importance, "polarity": self.polarity, "pinned": self.pinned,
+            "created_at": _time(self.created_at), "updated_at": _time(self.updated_at),
+            "valid_from": _time(self.valid_from), "valid_to": _time(self.valid_to),
+            "expires_at": _time(self.expires_at), "recall_count": self.recall_count,
+            "last_recalled_at": _time(self.last_recalled_at),
+            "metadata": _plain_copy(self.metadata), "superseded_by": self.superseded_by,
+        }  # fmt: skip
 
 
-_RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))
+def _time(value: datetime | None) -> Any:
+    return to_text(value) if isinstance(value, datetime) else value
 
 
 def _plain_copy(value: Any) -> Any:
     """A copy of nested lists and dicts (the JSON shapes metadata holds)."""
     if isinstance(value, dict):
         return {k: _plain_copy(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):  # (a tuple of types: faster than list | tuple)
         return [_plain_copy(v) for v in value]
     return value
 

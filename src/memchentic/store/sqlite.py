@@ -46,6 +46,7 @@ from .sqlite_rows import (
     row_to_edge,
     row_to_record,
     row_to_version,
+    to_json,
     where,
 )
 from .vectors import VectorIndex
@@ -807,8 +808,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 "INSERT INTO versions(memory_id, version, op, actor, at, changes, snapshot) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(v.memory_id, v.version, v.op, v.actor, to_text(v.at),
-                  json.dumps(v.changes, ensure_ascii=False),
-                  json.dumps(v.snapshot, ensure_ascii=False) if v.snapshot else None)
+                  to_json(v.changes), to_json(v.snapshot) if v.snapshot else None)
                  for v in versions],
             )  # fmt: skip
 

@@ -13,6 +13,9 @@ from ..record import Edge, Event, Turn
 from .base import MemoryFilter
 from .sqlite_rows import row_to_edge, where
 
+#: ``json.dumps(payload, ensure_ascii=False, default=str)``, one encoder for all.
+_payload_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
 
 class SQLiteExtras:
     """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore`."""
@@ -52,7 +55,7 @@ class SQLiteExtras:
                 "INSERT INTO events(id, type, at, actor, namespace, memory_id, payload) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(e.id, e.type, to_text(e.at), e.actor, e.namespace, e.memory_id,
-                  json.dumps(e.payload, ensure_ascii=False, default=str)) for e in events],
+                  _payload_json(e.payload)) for e in events],
             )  # fmt: skip
 
     def events(

@@ -20,41 +20,37 @@ COLUMNS: tuple[str, ...] = (
     "last_recalled_at", "superseded_by", "metadata",
 )  # fmt: skip
 SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
-_TIME_FIELDS = (
-    "created_at", "updated_at", "valid_from", "valid_to", "expires_at", "last_recalled_at"
-)  # fmt: skip
+
+
+#: ``json.dumps(value, ensure_ascii=False)``, without building an encoder a call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_quote = json.encoder.encode_basestring  # what that encoder quotes strings with
+
+
+def to_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, with shortcuts for what most rows
+    hold: empty lists and dicts, and lists of strings (tags, entities)."""
+    kind = type(value)
+    if kind is list:
+        if all(type(item) is str for item in value):
+            return "[" + ", ".join(map(_quote, value)) + "]"
+    elif kind is dict and not value:
+        return "{}"
+    return _ENCODER.encode(value)
 
 
 def record_params(record: MemoryRecord) -> tuple[Any, ...]:
-    values: dict[str, Any] = {
-        "id": record.id,
-        "namespace": record.namespace,
-        "kind": record.kind,
-        "type": record.type,
-        "content": record.content,
-        "title": record.title,
-        "tier_l0": record.tier_l0,
-        "tier_l1": record.tier_l1,
-        "tags": json.dumps(record.tags, ensure_ascii=False),
-        "path_hint": record.path_hint,
-        "repo": record.repo,
-        "entities": json.dumps(record.entities, ensure_ascii=False),
-        "slot_key": record.slot_key,
-        "user_id": record.user_id,
-        "agent_id": record.agent_id,
-        "session_id": record.session_id,
-        "confidence": float(record.confidence),
-        "reinforcement": int(record.reinforcement),
-        "importance": float(record.importance),
-        "polarity": int(record.polarity),
-        "pinned": 1 if record.pinned else 0,
-        "recall_count": int(record.recall_count),
-        "superseded_by": record.superseded_by,
-        "metadata": json.dumps(record.metadata, ensure_ascii=False),
-    }
-    for name in _TIME_FIELDS:
-        values[name] = to_text(getattr(record, name))
-    return tuple(values[c] for c in COLUMNS)
+    """The record's values in :data:`COLUMNS` order (written out: on every insert)."""
+    r = record
+    return (
+        r.id, r.namespace, r.kind, r.type, r.content, r.title, r.tier_l0, r.tier_l1,
+        to_json(r.tags), r.path_hint, r.repo, to_json(r.entities), r.slot_key, r.user_id,
+        r.agent_id, r.session_id, float(r.confidence), int(r.reinforcement),
+        float(r.importance), int(r.polarity), 1 if r.pinned else 0, to_text(r.created_at),
+        to_text(r.updated_at), to_text(r.valid_from), to_text(r.valid_to),
+        to_text(r.expires_at), int(r.recall_count), to_text(r.last_recalled_at),
+        r.superseded_by, to_json(r.metadata),
+    )  # fmt: skip
 
 
 def _json(text: str | None, empty: type[list[Any]] | type[dict[str, Any]]) -> Any:
