@@ -10,6 +10,9 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _HANDLE = re.compile(r"(?<![\w@])@[A-Za-z0-9_][A-Za-z0-9_.-]{0,38}[A-Za-z0-9_]?")
 _PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|md|json|"
                    r"toml|yaml|yml|rs|go|java|c|h|cpp|sql|txt|sh)\b")  # fmt: skip
+#: What a path without a slash ends with (``_PATH``'s second branch), found by a
+#: quick scan for the dot before running the whole pattern.
+_EXTENSION = re.compile(r"\.(?:py|js|ts|md|json|toml|yaml|yml|rs|go|java|c|h|cpp|sql|txt|sh)\b")
 _CAPITALISED = re.compile(
     r"\b[A-Z][\w'-]*(?:\s+(?:of|the|de|van|von|and)?\s*[A-Z][\w'-]*)*", re.UNICODE
 )
@@ -161,7 +164,7 @@ class RuleEntities:
             if len(name) > 1:
                 found.setdefault(name.lower(), name)
 
-        for pattern in (_EMAIL, _HANDLE, _PATH):
+        for pattern in _patterns_that_may_match(text):
             for match in pattern.finditer(text):
                 keep(match.group(0))
         for match in _CAPITALISED.finditer(text):
@@ -171,3 +174,17 @@ class RuleEntities:
             if words and not (len(words) == 1 and words[0].rstrip("'s") in _COMMON):
                 keep(" ".join(words))
         return list(found.values())
+
+
+def _patterns_that_may_match(text: str) -> tuple[re.Pattern[str], ...]:
+    """Of ``_EMAIL``, ``_HANDLE`` and ``_PATH``, in that order, those whose matches
+    ``text`` could hold: an email or a handle holds an ``@``, a path a ``/`` or a
+    file extension. Skipping the others gives the same entities, and most text
+    holds none of them (the three scans were most of a bulk write's extraction)."""
+    at = "@" in text
+    path = "/" in text or _EXTENSION.search(text) is not None
+    if at and path:
+        return (_EMAIL, _HANDLE, _PATH)
+    if at:
+        return (_EMAIL, _HANDLE)
+    return (_PATH,) if path else ()
