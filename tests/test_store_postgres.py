@@ -44,6 +44,17 @@ def test_a_schema_of_its_own_with_a_migration_table(mem: Memory):
     assert "hnsw" in index[0] and "vector(384)" in index[0] and "vector_cosine_ops" in index[0]
 
 
+def test_keyword_index_writes_leave_no_pending_list_for_searches_to_scan(mem: Memory):
+    mem.add_many([f"Ana reviews release {i} of the parser" for i in range(30)])
+    assert mem.search("parser release", limit=10)  # counts recalls: updates the rows
+    mem.revise(mem.list(limit=1)[0].id, "Ana reviews the lexer instead")
+    # what the searches would otherwise scan on every query: nothing is pending
+    assert _sql(mem, "SELECT gin_clean_pending_list('ix_memories_tsv'::regclass)") == [(0,)]
+    (options,) = _sql(mem, "SELECT reloptions FROM pg_class WHERE relname = 'ix_memories_tsv' "
+                           "AND relnamespace = current_schema()::regnamespace")[0]  # fmt: skip
+    assert "fastupdate=off" in options
+
+
 def _open(url: str) -> None:
     Memory(store=url, embedder=HashEmbedder()).close()
 

@@ -324,9 +324,19 @@ class PgConnections:
         """Note, inside a write, that memory rows (so keyword statistics) changed."""
         self._local.rows_changed = True
 
-    def _rows(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
+    def _rows(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        binary: bool = False,
+        prepare: bool | None = None,
+    ) -> list[Any]:
+        """All rows of ``sql``. ``prepare=False``: planned afresh for these
+        parameters each time, never with a prepared statement's generic plan
+        (psycopg prepares a statement from its fifth run)."""
         with self.connection() as conn:
-            return conn.execute(sql, params, binary=binary).fetchall()
+            return conn.execute(sql, params, binary=binary, prepare=prepare).fetchall()
 
     def _row(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self.connection() as conn:

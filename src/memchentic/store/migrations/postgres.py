@@ -1,8 +1,9 @@
 """PostgreSQL schema migrations: ordered named functions, recorded in ``schema_migrations``.
 
-The numbering follows the SQLite migrations (the same three steps), so both
-backends report the same schema version. Add a migration by appending a
-function ``mNNN_name(conn)`` to ``MIGRATIONS``; never edit one that has shipped.
+The first three steps are the SQLite migrations' three; later ones are this
+backend's own (so the schema versions of the two backends may differ). Add a
+migration by appending a function ``mNNN_name(conn)`` to ``MIGRATIONS``; never
+edit one that has shipped.
 
 :func:`migrate` runs under a session advisory lock keyed on the store's schema,
 so two processes opening the same store at once apply each step exactly once.
@@ -228,10 +229,20 @@ def m003_events_and_turns(conn: Any) -> None:
     )
 
 
+def m004_keyword_index_without_pending_list(conn: Any) -> None:
+    """Writes go straight into the keyword index's posting lists. With GIN's
+    ``fastupdate`` they first went to a pending list that every keyword search
+    scanned whole; recall counts (an update of each returned row) kept it growing
+    between vacuums: about 110 pages and a millisecond a search at 100k rows."""
+    conn.execute("ALTER INDEX ix_memories_tsv SET (fastupdate = off)")
+    conn.execute("SELECT gin_clean_pending_list('ix_memories_tsv'::regclass)")
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
+    m004_keyword_index_without_pending_list,
 ]
 
 
