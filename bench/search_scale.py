@@ -267,6 +267,19 @@ def _vacuum(location: str) -> None:
             conn.execute(f'VACUUM (ANALYZE) "{schema}"."{table}"')
 
 
+def _schema_rows(url: str, schema: str) -> int | None:
+    """How many memories the store in ``schema`` holds (None: no such store)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = 'memories'", (schema,)
+        ).fetchone()
+        if not found:
+            return None
+        return int(conn.execute(f'SELECT count(*) FROM "{schema}".memories').fetchone()[0])
+
+
 def _drop_schema(url: str, schema: str) -> None:
     import psycopg
 
@@ -297,8 +310,11 @@ def run_size(
     reuse = keep and path.exists()
     location = str(path)
     if store is not None:
-        _drop_schema(store, f"bench_{n}")
-        location = _schema_url(store, f"bench_{n}")
+        schema = f"bench_{n}_s{seed}" if keep else f"bench_{n}"
+        reuse = keep and _schema_rows(store, schema) == n
+        if not reuse:
+            _drop_schema(store, schema)
+        location = _schema_url(store, schema)
     settings = Settings(home=workdir)
     mem = Memory(location, embedder=embedder, settings=settings)
     ids: list[str] = []
@@ -315,11 +331,15 @@ def run_size(
         ids.extend(r.id for r in results)  # type: ignore[misc]
     ingest_s = time.perf_counter() - t0
     if reuse:  # rows in insertion order are the corpus in order (checked)
-        with mem.store.snapshot():
-            ids = [r[0] for r in mem.store.conn.execute(  # type: ignore[attr-defined]
-                "SELECT id FROM memories ORDER BY rowid")]  # fmt: skip
+        if store is None:
+            with mem.store.snapshot():
+                ids = [r[0] for r in mem.store.conn.execute(  # type: ignore[attr-defined]
+                    "SELECT id FROM memories ORDER BY rowid")]  # fmt: skip
+        else:
+            with mem.store.connection() as conn:  # type: ignore[attr-defined]
+                ids = [r[0] for r in conn.execute("SELECT id FROM memories ORDER BY key")]
         if len(ids) != n:
-            raise RuntimeError(f"{path} holds {len(ids)} memories, not {n}: delete it")
+            raise RuntimeError(f"{location} holds {len(ids)} memories, not {n}: delete it")
     position = {memory_id: i for i, memory_id in enumerate(ids)}
     settle_s = 0.0
     if store is not None:
@@ -389,8 +409,8 @@ def run_size(
     mem.search(timed[0][1], limit=LIMIT)
     reopen_s = time.perf_counter() - t0
     mem.close()
-    if store is not None:
-        _drop_schema(store, f"bench_{n}")
+    if store is not None and not keep:
+        _drop_schema(store, schema)
 
     return {
         "backend": "sqlite" if store is None else "postgres",
@@ -487,15 +507,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "postgres too with --store or --postgres)",
     )  # fmt: skip
     parser.add_argument(
-        "--keep", metavar="DIR", help="SQLite: keep each store in DIR as bench-N-sSEED.db and "
-        "reuse it when it is there (the ingest is then not timed: ingest columns show 0)",
+        "--keep", metavar="DIR", help="keep each store (SQLite: in DIR as bench-N-sSEED.db; "
+        "PostgreSQL with --store: as schema bench_N_sSEED) and reuse it when it is there "
+        "(the ingest is then not timed: ingest columns show 0)",
     )  # fmt: skip
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child: run one size
     args = parser.parse_args(argv)
 
     if args.one is not None:
-        if args.keep and not args.store:
-            result = run_size(args.one, args.queries, args.seed, Path(args.keep), keep=True)
+        if args.keep:
+            result = run_size(
+                args.one, args.queries, args.seed, Path(args.keep), args.store, keep=True
+            )
         else:
             with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
                 result = run_size(args.one, args.queries, args.seed, Path(tmp), args.store)
