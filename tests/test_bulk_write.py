@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from memchentic import Memory
+from memchentic.errors import ValidationError
 from memchentic.record import WriteResult
 
 from .conftest import TableEmbedder
@@ -59,9 +60,7 @@ def _scenario(seed: int) -> tuple[dict[str, list[float]], Items, Items]:
 
 def _outcome(results: list[WriteResult], created: dict[str, str]) -> list[tuple]:
     """Statuses and the memories each result names, as the content that created them."""
-    return [
-        (r.status, r.reason, tuple(created.get(i, i) for i in r.ids)) for r in results
-    ]
+    return [(r.status, r.reason, tuple(created.get(i, i) for i in r.ids)) for r in results]
 
 
 def _state(mem: Memory) -> list[tuple]:
@@ -112,3 +111,73 @@ def test_add_many_bulk_rows_are_complete(make_mem: Callable[..., Memory]) -> Non
     assert history[0].snapshot is not None and history[0].snapshot["content"] == texts[5]
     assert "ada lovelace" in [e.lower() for e in mem.get(results[7].id).entities]
     assert seen.count("memory.added") == 40 and seen.count("history.appended") == 40
+
+
+_MOMENTS = (
+    "created_at", "updated_at", "valid_from", "expires_at", "last_recalled_at", "replaced_at",
+)  # fmt: skip
+
+
+def _stored(mem: Memory) -> dict[str, Any]:
+    """Everything a write leaves behind, keyed by content instead of ids and times:
+    the rows, each memory's versions (with their snapshots) and the event log."""
+    rows = mem.list(limit=500, include_expired=True, include_superseded=True)
+    named = {r.id: r.content for r in rows}
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if k not in ("id", *_MOMENTS)}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return named.get(value, value) if isinstance(value, str) else value
+
+    memories = {
+        r.content: (
+            plain(r.to_dict()),
+            [(v.version, v.op, v.actor, plain(v.changes), plain(v.snapshot))
+             for v in mem.history(r.id)],
+        )
+        for r in rows
+    }  # fmt: skip
+    events = [
+        (e.type, e.actor, e.namespace, named.get(e.memory_id or ""), plain(e.payload))
+        for e in mem.events(limit=10_000)
+    ]
+    return {"memories": memories, "events": events}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_add_many_stores_what_add_stores(make_mem: Callable[..., Memory], seed: int) -> None:
+    """Rows, versions with their snapshots, entities and events: the same, whether
+    the batch goes through ``add_many`` or ``add`` one by one."""
+    table, stored, batch = _scenario(seed)
+    for item in (*stored, *batch):
+        item["tags"] = ["t1", "ünï"] if len(item["content"]) % 2 else []
+        item["metadata"] = {"n": len(item["content"]), "by": "Ada"}
+        item["content"] += " with Ada Lovelace in src/engine.py"
+    table = {f"{text} with Ada Lovelace in src/engine.py": v for text, v in table.items()}
+    one = make_mem("one", embedder=TableEmbedder(table, dimension=DIM))
+    bulk = make_mem("bulk", embedder=TableEmbedder(table, dimension=DIM))
+    for item in stored:
+        one.add(**item)
+    bulk.add_many(stored)
+    for item in batch:
+        one.add(**item)
+    bulk.add_many(batch)
+    want, got = _stored(one), _stored(bulk)
+    assert got["memories"] == want["memories"]
+    assert got["events"] == want["events"]
+    some = next(iter(got["memories"].values()))[0]
+    assert {"ada lovelace", "src/engine.py"} <= {e.lower() for e in some["entities"]}
+
+
+def test_add_many_checks_the_duplicate_policy(make_mem: Callable[..., Memory]) -> None:
+    mem = make_mem()
+    for bad in ("merge", ["keep"]):
+        with pytest.raises(ValidationError) as caught:
+            mem.add_many(["first fact", {"content": "second fact", "on_duplicate": bad}])
+        assert caught.value.field == "on_duplicate"
+    assert mem.list() == []
+    assert [r.status for r in mem.add_many(["a fact", "another"], on_duplicate="keep")] == [
+        "added", "added",
+    ]  # fmt: skip

@@ -219,11 +219,14 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         return record
 
     def _ctx(self, now: datetime, on_duplicate: str | None = None) -> WriteContext:
+        return WriteContext(self.store, self.settings, self.access.actor(self.principal), now,
+                            self._duplicate_policy(on_duplicate))  # fmt: skip
+
+    def _duplicate_policy(self, on_duplicate: Any) -> str:
         policy = on_duplicate or self.settings.duplicate_policy
         if policy not in ("refuse", "reinforce", "keep"):
             raise ValidationError("on_duplicate", "must be one of refuse, reinforce, keep")
-        return WriteContext(self.store, self.settings, self.access.actor(self.principal), now,
-                            policy)  # fmt: skip
+        return policy
 
     # --- writes ------------------------------------------------------------------------
     def add(self, content: str, **options: Any) -> WriteResult:
@@ -265,10 +268,20 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             else np.zeros((0, self.embedder.dimension), dtype=np.float32)
         )
         by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
+        actor = self.access.actor(self.principal)
+        checked: dict[str | None, str] = {}  # each policy value checked once a call
         contexts: list[WriteContext] = []
         for prep, policy, link in zip(prepared, policies, linking, strict=True):
-            ctx = self._ctx(prep.record.created_at or utcnow(), policy)
-            contexts.append(replace(ctx, edge_classifier=self.edge_classifier) if link else ctx)
+            if policy is not None and not isinstance(policy, str):
+                checked_policy = self._duplicate_policy(policy)
+            elif policy in checked:
+                checked_policy = checked[policy]
+            else:
+                checked_policy = checked[policy] = self._duplicate_policy(policy)
+            contexts.append(WriteContext(
+                self.store, self.settings, actor, prep.record.created_at or utcnow(),
+                checked_policy, self.edge_classifier if link else None,
+            ))  # fmt: skip
         with self.store.write():
             resolved = iter(resolve_many([
                 (ctx, prep.record, by_id[prep.record.id])
