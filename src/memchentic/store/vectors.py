@@ -488,6 +488,14 @@ def _rank_all(
     best_sims[who] = np.take_along_axis(sims, top, 1)
 
 
+def _descending(sims: np.ndarray) -> np.ndarray:
+    """32-bit int64 keys that sort float32 ``sims`` best first (one int sort of
+    ``query << 32 | key`` took a third of the time of a two-key lexsort)."""
+    bits = sims.astype(np.float32).view(np.int32)
+    ordered = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # signed ints in the floats' order
+    return 0x7FFFFFFF - ordered.astype(np.int64)
+
+
 def _keep_best(
     best_sims: np.ndarray,
     best_keys: np.ndarray,
@@ -504,7 +512,7 @@ def _keep_best(
     q = np.concatenate([np.repeat(who, k)[mine], asker])
     s = np.concatenate([held[mine], sims])
     key = np.concatenate([best_keys[who].ravel()[mine], keys])
-    order = np.lexsort((-s, q))  # by query, best first
+    order = np.argsort(q << 32 | _descending(s), kind="stable")  # by query, best first
     q, s, key = q[order], s[order], key[order]
     rank = np.arange(len(q)) - np.searchsorted(q, q)
     kept = rank < k
