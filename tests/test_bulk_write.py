@@ -181,3 +181,30 @@ def test_add_many_checks_the_duplicate_policy(make_mem: Callable[..., Memory]) -
     assert [r.status for r in mem.add_many(["a fact", "another"], on_duplicate="keep")] == [
         "added", "added",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 7, 300, 700])
+def test_in_batch_check_equals_the_whole_square(n: int) -> None:
+    """The in-batch check by blocks of the lower triangle rules out the writes the
+    whole product's lower triangle does."""
+    from memchentic.write import resolve
+
+    rng = np.random.default_rng(n)
+    topics = rng.standard_normal((5, DIM))
+    unit = topics[rng.integers(5, size=n)] + 0.3 * rng.standard_normal((n, DIM))
+    unit = (unit / np.linalg.norm(unit, axis=1, keepdims=True)).astype(np.float32)
+    namespaces = rng.integers(3, size=n)
+    polarity = rng.choice([1, -1], size=n)
+    opposite_at = rng.choice([0.78, 0.9], size=n)
+    same_at = rng.choice([0.88, 0.9, np.inf], size=n)
+    floor = float(min(opposite_at.min(), same_at.min()))
+    sims = np.tril(unit @ unit.T, k=-1)
+    acts = np.where(
+        polarity[:, None] != polarity[None, :],
+        sims >= opposite_at[:, None],
+        sims >= same_at[:, None],
+    )
+    want = (acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1)
+    got = resolve._close_to_earlier(unit, namespaces, polarity, opposite_at, same_at, floor)
+    assert got.tolist() == want.tolist()
+    assert n < 300 or 0 < want.sum() < n  # both answers occur

@@ -182,11 +182,7 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     codes: dict[str, int] = {}
     namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in items])
     polarity = np.array([record.polarity for _, record, _ in items])
-    # Earlier writes of the batch: one product, lower triangle.
-    sims = np.tril(unit @ unit.T, k=-1)
-    opposite = polarity[:, None] != polarity[None, :]
-    acts = np.where(opposite, sims >= opposite_at[:, None], sims >= same_at[:, None])
-    ruled_out = (acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1)
+    ruled_out = _close_to_earlier(unit, namespaces, polarity, opposite_at, same_at, floor)
     # Stored memories: one batched lookup; only the close ones are read.
     ctx0 = items[0][0]
     k = ctx0.settings.write_neighbours
@@ -209,6 +205,41 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
             for old, (_, cosine) in zip(near, hits, strict=True)
         ))  # fmt: skip
     return out
+
+
+#: Rows of the batch per product in the in-batch check (lower triangle, by blocks).
+_PAIR_BLOCK = 256
+
+
+def _close_to_earlier(
+    unit: np.ndarray, namespaces: np.ndarray, polarity: np.ndarray,
+    opposite_at: np.ndarray, same_at: np.ndarray, floor: float,
+) -> np.ndarray:  # fmt: skip
+    """For each write, whether an earlier write of the batch in its namespace is close
+    enough to act on it: opposite polarity from ``opposite_at``, the same from
+    ``same_at`` (its thresholds), ``floor`` the least of them.
+
+    The products cover the lower triangle by blocks of rows, and only the pairs at
+    or above ``floor`` are compared further (the whole square's comparisons took
+    twice as long as its product)."""
+    n = len(unit)
+    if floor <= 0:  # a later write's cosine 0 would count too: the whole square
+        sims = np.tril(unit @ unit.T, k=-1)
+        opposite = polarity[:, None] != polarity[None, :]
+        acts = np.where(opposite, sims >= opposite_at[:, None], sims >= same_at[:, None])
+        return np.asarray((acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1))
+    ruled_out = np.zeros(n, dtype=bool)
+    for start in range(0, n, _PAIR_BLOCK):
+        stop = min(n, start + _PAIR_BLOCK)
+        sims = unit[start:stop] @ unit[:stop].T
+        at = np.flatnonzero(sims >= floor)
+        row, j = np.divmod(at, stop)
+        i = row + start
+        earlier = j < i
+        i, j, cosine = i[earlier], j[earlier], sims.ravel()[at[earlier]].astype(np.float64)
+        limit = np.where(polarity[i] != polarity[j], opposite_at[i], same_at[i])
+        ruled_out[i[(cosine >= limit) & (namespaces[i] == namespaces[j])]] = True
+    return ruled_out
 
 
 def _compared(ctx: WriteContext, record: MemoryRecord, old: MemoryRecord) -> bool:
