@@ -430,7 +430,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if policy == "allow":
             return None
         fields = ("content", "title", "tier_l0", "tier_l1")
-        found = {f: find_secrets(getattr(record, f) or "") for f in fields}
+        found = {f: find_secrets(text) for f in fields if (text := getattr(record, f))}
         kinds = sorted({x.kind for hits in found.values() for x in hits})
         if not kinds:
             return None
