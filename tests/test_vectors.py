@@ -225,3 +225,15 @@ def test_a_loaded_flat_index_trains_when_exact_below_is_now_smaller(
     loaded = VectorIndex.load(path, "e", DIM, exact_below=1000)
     assert loaded is not None and loaded._lists.nlist > 1
     assert loaded.search(corpus[17], 1)[0][0] == 17
+
+
+def test_search_many_passes_over_nan_rows_like_search(corpus: np.ndarray):
+    """A NaN vector (an embedder's bad output) never crowds out real neighbours."""
+    rows = corpus[:3000].copy()
+    rows[::97] = np.nan
+    index = build(rows, exact_below=50_000)
+    queries = near(corpus[:3000], 50, seed=3)
+    for query, many in zip(queries, index.search_many(queries, 8), strict=True):
+        one = index.search(query, 8)
+        assert [key for key, _ in many] == [key for key, _ in one]
+        assert len(many) == 8 and all(np.isfinite(sim) for _, sim in many)

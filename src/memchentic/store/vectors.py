@@ -453,10 +453,13 @@ class _Lists:
                 who = asker[by_list[part : min(stop, part + span)]]  # each query once a list
                 sims = queries[who] @ rows.T
                 bar = best_sims[who].min(axis=1)
+                bar[np.isnan(bar)] = -np.inf  # (NaN scores, of NaN vectors: rank them all)
                 if stride > 1:
                     open_ = np.flatnonzero(bar == -np.inf)
                     if len(open_):
-                        bar[open_] = np.partition(sims[open_, ::stride], -k, axis=1)[:, -k]
+                        sample = sims[open_, ::stride]  # a copy
+                        sample[np.isnan(sample)] = -np.inf
+                        bar[open_] = np.partition(sample, -k, axis=1)[:, -k]
                 if bar.min() == -np.inf:
                     _rank_all(best_sims, best_keys, who, sims, keys)
                     continue
@@ -467,11 +470,10 @@ class _Lists:
         order = np.argsort(-best_sims, axis=1, kind="stable")
         ranked_sims = np.take_along_axis(best_sims, order, 1).tolist()
         ranked_keys = np.take_along_axis(best_keys, order, 1).tolist()
-        out = []
-        for sims, keys in zip(ranked_sims, ranked_keys, strict=True):
-            found = k if sims[-1] != -np.inf else sims.index(-np.inf)
-            out.append(list(zip(keys[:found], sims[:found], strict=True)))
-        return out
+        return [
+            [(key, sim) for key, sim in zip(keys, sims, strict=True) if sim != -np.inf]
+            for sims, keys in zip(ranked_sims, ranked_keys, strict=True)
+        ]
 
 
 def _rank_all(
