@@ -268,20 +268,14 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             else np.zeros((0, self.embedder.dimension), dtype=np.float32)
         )
         by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
-        actor = self.access.actor(self.principal)
-        checked: dict[str | None, str] = {}  # each policy value checked once a call
-        contexts: list[WriteContext] = []
-        for prep, policy, link in zip(prepared, policies, linking, strict=True):
-            if policy is not None and not isinstance(policy, str):
-                checked_policy = self._duplicate_policy(policy)
-            elif policy in checked:
-                checked_policy = checked[policy]
-            else:
-                checked_policy = checked[policy] = self._duplicate_policy(policy)
-            contexts.append(WriteContext(
+        actor = self.access.actor(self.principal)  # once a call
+        contexts = [
+            WriteContext(
                 self.store, self.settings, actor, prep.record.created_at or utcnow(),
-                checked_policy, self.edge_classifier if link else None,
-            ))  # fmt: skip
+                self._duplicate_policy(policy), self.edge_classifier if link else None,
+            )
+            for prep, policy, link in zip(prepared, policies, linking, strict=True)
+        ]  # fmt: skip
         with self.store.write():
             resolved = iter(resolve_many([
                 (ctx, prep.record, by_id[prep.record.id])
