@@ -7,8 +7,9 @@ so are the visible rows of an ``isolated`` filter when there are at most
 the query orders by the HNSW operator: the planner uses the index
 (``hnsw.ef_search`` raised to the over-fetch; on pgvector 0.8+ an iterative
 scan, so filters still fill ``k``) or, for a selective filter, that filter's
-index and an exact sort. The final candidates are re-scored from the stored
-float32 vectors, exactly as the SQLite store does.
+index and an exact sort. Each candidate's cosine is pgvector's float32 cosine
+distance of its stored vector (not of an index's copy), computed in the server
+so that the vectors never travel.
 
 Keywords: every query word is looked up as the index tokenises it (never parsed
 as query syntax), and rows are ranked by the sum over words of
@@ -27,7 +28,7 @@ import numpy as np
 
 from ..retrieval.signals import idf
 from ..retrieval.text import query_words
-from .base import MemoryFilter, RankRow, stored_cosines
+from .base import MemoryFilter, RankRow
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
 
@@ -214,15 +215,13 @@ class PostgresSearch(PgConnections):
             hits.sort(key=lambda item: -item[1])
         return out
 
-    def _exact(
-        self, query: np.ndarray, fetch: int, cond: str, params: list[Any]
-    ) -> list[Any]:
+    def _exact(self, query: np.ndarray, fetch: int, cond: str, params: list[Any]) -> list[Any]:
         # An untyped ``embedding <=> q``: the index (on a cast) cannot serve it.
         return self._rows(
-            f"SELECT m.id, v.embedding, {RANK_COLUMNS} "
+            f"SELECT m.id, v.embedding <=> %s AS distance, {RANK_COLUMNS} "
             f"FROM memories m JOIN memory_vectors v ON v.key = m.key "
-            f"WHERE {cond} ORDER BY v.embedding <=> %s, m.id LIMIT %s",
-            (*params, query, fetch),
+            f"WHERE {cond} ORDER BY distance, m.id LIMIT %s",
+            (query, *params, fetch),
             binary=True,
         )
 
@@ -231,12 +230,12 @@ class PostgresSearch(PgConnections):
     ) -> list[Any]:
         cast = f"vector({int(dimension)})"
         sql = (
-            f"SELECT m.id, v.embedding, {RANK_COLUMNS} "
+            f"SELECT m.id, v.embedding::{cast} <=> %s::{cast} AS distance, {RANK_COLUMNS} "
             f"FROM memory_vectors v JOIN memories m ON m.key = v.key "
             f"WHERE {cond} AND vector_dims(v.embedding) = {int(dimension)} "
-            f"ORDER BY v.embedding::{cast} <=> %s::{cast} LIMIT %s"
+            f"ORDER BY distance LIMIT %s"
         )
-        args = (*params, query, fetch)
+        args = (query, *params, fetch)
         with self.connection() as conn:
             if fetch <= EF_SEARCH_DEFAULT:  # the connection's own setting suffices
                 return conn.execute(sql, args, binary=True).fetchall()
@@ -251,14 +250,18 @@ class PostgresSearch(PgConnections):
     def _rescore(
         query: np.ndarray, found: list[Any], k: int, rows: dict[str, RankRow] | None
     ) -> list[tuple[str, float]]:
-        """Exact float32 cosine for the final candidates (rows of id, vector and
-        the RankRow columns), best first (as SQLite does)."""
+        """The final candidates (rows of id, cosine distance and the RankRow
+        columns) with their cosines, best first (as SQLite orders them).
+
+        The server's distance is pgvector's float32 cosine of the stored vector
+        itself (not of an index's copy), so it is final: the stored vectors need
+        not travel (1.5 KB a candidate). A zero vector's distance is NaN: cosine 0,
+        as :func:`stored_cosines` gives."""
         if not found:
             return []
         if rows is not None:
             keep_rank_rows(found, 2, rows)
-        sims = stored_cosines([row[1] for row in found], query)
-        scored = [(row[0], sim) for row, sim in zip(found, sims, strict=True)]
+        scored = [(row[0], 1.0 - d if (d := float(row[1])) == d else 0.0) for row in found]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored[:k]
 
