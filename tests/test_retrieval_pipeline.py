@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memchentic import Memory, Settings
+from memchentic.store.base import stored_cosines
 
 T0 = datetime(2024, 1, 10, 12, tzinfo=UTC)
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
@@ -189,21 +190,47 @@ def test_the_stages_hand_over_the_rank_rows_they_read(make_mem, settings) -> Non
     checked = carried = 0
     for flt in filters:
         for query in queries:
-            for stage, arg in ((mem.store.keyword_search, query),
-                               (mem.store.vector_search, mem.embedder.embed(query))):  # fmt: skip
+            vector = mem.embedder.embed(query)
+            for stage, arg, kwargs in (
+                (mem.store.keyword_search, query, {}),
+                (mem.store.keyword_search, query, {"query_vector": vector}),
+                (mem.store.vector_search, vector, {}),
+            ):
                 rows: dict = {}
-                hits = stage(arg, 20, flt, rows)  # type: ignore[operator]
+                hits = stage(arg, 20, flt, rows, **kwargs)  # type: ignore[operator]
                 assert hits
                 handed = [i for i, _ in hits if i in rows]
                 expected = mem.store.rank_rows(handed)
                 stored = mem.store.vectors(handed)
                 for i in handed:
-                    assert rows[i]._replace(vector=None) == expected[i]
+                    assert rows[i]._replace(vector=None, cosine=None) == expected[i]
                     if rows[i].vector is not None:  # a keyword stage's, for the cosine
                         assert np.array_equal(rows[i].vector, stored[i])
                         carried += 1
+                    if rows[i].cosine is not None:  # or the cosine itself
+                        exact = stored_cosines([stored[i]], vector)[0]
+                        assert rows[i].cosine == pytest.approx(exact, abs=1e-6)
+                        carried += 1
                 checked += len(handed)
     assert checked > 0 and carried > 0  # the backend handed rows and vectors over
+
+
+def test_keyword_only_hits_get_their_exact_cosine(make_mem, settings) -> None:
+    """A hit that only the keyword stage found is ranked with its stored vector's
+    cosine with the query, whichever way the backend hands it over."""
+    settings.search_min_similarity = 0.99  # the vector stage finds none of these
+    mem = make_mem(settings=settings)
+    target = mem.add("the quartermaster logs zeppelin cargo manifests", user_id="u").id
+    mem.add_many([{"content": f"notes about harbour cranes number {i}", "user_id": "u"}
+                  for i in range(40)], on_duplicate="keep")  # fmt: skip
+    query = "zeppelin"
+    hits = mem.search(query, user_id="u", limit=50, include_trace=True)
+    hit = next(h for h in hits if h.memory.id == target)
+    assert hit.trace["keyword_rank"] >= 1 and hit.trace["vector_rank"] == 0
+    stored = mem.store.vectors([target])[target]
+    exact = stored_cosines([stored], mem.embedder.embed(query))[0]
+    assert exact != 0.0
+    assert hit.trace["cosine"] == pytest.approx(exact, abs=1e-6)
 
 
 def test_rrf_bounds_are_the_scores_without_the_content_cues(make_mem, settings) -> None:

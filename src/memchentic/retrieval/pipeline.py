@@ -107,11 +107,14 @@ def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
     keyword_rows: dict[str, RankRow] = {}
     if not store.concurrent_reads():
         found = store.vector_search(req.vector, fetch, req.flt, rows)
-        by_keyword = store.keyword_search(req.query, fetch, req.flt, keyword_rows)
+        by_keyword = store.keyword_search(
+            req.query, fetch, req.flt, keyword_rows, query_vector=req.vector
+        )
     else:
         pending = _stage_pool().submit(
-            store.keyword_search, req.query, fetch, req.flt, keyword_rows
-        )
+            store.keyword_search, req.query, fetch, req.flt, keyword_rows,
+            query_vector=req.vector,
+        )  # fmt: skip
         try:
             found = store.vector_search(req.vector, fetch, req.flt, rows)
         finally:  # the keyword stage ends (or fails) before this call does
@@ -126,9 +129,14 @@ def _true_cosines(
     store: Store, req: SearchRequest, stages: _Stages, ids: list[str]
 ) -> dict[str, float]:
     """Each id's cosine: from the vector stage, else (keyword-only candidates and
-    neighbours) from its stored vector: the one a stage handed over, or looked up."""
+    neighbours) the one a stage computed, or from its stored vector: the one a
+    stage handed over, or looked up."""
     found = dict(stages.by_vector)
     missing = sorted(i for i in ids if i not in found)  # one order on every path
+    for i in missing:
+        if (row := stages.rows.get(i)) is not None and row.cosine is not None:
+            found[i] = row.cosine
+    missing = [i for i in missing if i not in found]
     carried = [(i, row.vector) for i in missing
                if (row := stages.rows.get(i)) is not None and row.vector is not None]  # fmt: skip
     if carried:

@@ -83,6 +83,9 @@ class RankRow(NamedTuple):
     #: The stored vector, when a stage read it with the row (keyword stages do:
     #: their hits' cosines with the query are needed, and this saves a lookup).
     vector: np.ndarray | None = None
+    #: Or the stored vector's cosine with the query, when a stage computed it
+    #: where the vector lies (PostgreSQL: the vector need not travel).
+    cosine: float | None = None
 
 
 def stored_cosines(vectors: Sequence[np.ndarray], query: np.ndarray) -> list[float]:
@@ -238,11 +241,18 @@ class Store(ABC):
 
     @abstractmethod
     def keyword_search(
-        self, query: str, k: int, flt: MemoryFilter, rows: dict[str, RankRow] | None = None
+        self,
+        query: str,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
+        *,
+        query_vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """The ``k`` best keyword matches passing ``flt``: (id, relevance), best first.
         Query text is matched as plain words; it can never raise a syntax error.
-        ``rows`` as for :meth:`vector_search`."""
+        ``rows`` as for :meth:`vector_search`; with ``query_vector``, a backend may
+        give each hit's cosine with it (``RankRow.cosine``) instead of its vector."""
 
     @abstractmethod
     def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:

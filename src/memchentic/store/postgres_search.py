@@ -56,15 +56,30 @@ RANK_COLUMNS = (
 )
 
 
-def keep_rank_rows(found: Sequence[Sequence[Any]], at: int, rows: dict[str, RankRow]) -> None:
+def keep_rank_rows(
+    found: Sequence[Sequence[Any]], at: int, rows: dict[str, RankRow], *, distance: bool = False
+) -> None:
     """Each found row's RankRow, from its columns ``at`` on (the id comes first):
-    RANK_COLUMNS, then maybe the stored vector."""
+    RANK_COLUMNS, then maybe the stored vector, or with ``distance`` its cosine
+    distance from the query (NULL: not known)."""
     for row in found:
         session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
-        vector = row[at + 7] if len(row) > at + 7 else None
-        rows[row[0]] = RankRow(
-            session, utc(updated), kind, type_, reinforcement, recalls, path, vector
-        )
+        last = row[at + 7] if len(row) > at + 7 else None
+        if distance:
+            cosine = None if last is None else cosine_of(float(last))
+            rows[row[0]] = RankRow(
+                session, utc(updated), kind, type_, reinforcement, recalls, path, None, cosine
+            )
+        else:
+            rows[row[0]] = RankRow(
+                session, utc(updated), kind, type_, reinforcement, recalls, path, last
+            )
+
+
+def cosine_of(distance: float) -> float:
+    """pgvector's cosine distance as a cosine; a zero vector's (NaN) as 0, as
+    :func:`~memchentic.store.base.stored_cosines` gives."""
+    return 1.0 - distance if distance == distance else 0.0
 
 
 def _tsquery_word(terms: Sequence[str]) -> str:
@@ -261,7 +276,7 @@ class PostgresSearch(PgConnections):
             return []
         if rows is not None:
             keep_rank_rows(found, 2, rows)
-        scored = [(row[0], 1.0 - d if (d := float(row[1])) == d else 0.0) for row in found]
+        scored = [(row[0], cosine_of(float(row[1]))) for row in found]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return scored[:k]
 
@@ -361,11 +376,19 @@ class PostgresSearch(PgConnections):
         return [0.0, body, body, title]
 
     def keyword_search(
-        self, query: str, k: int, flt: MemoryFilter, rows: dict[str, RankRow] | None = None
+        self,
+        query: str,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
+        *,
+        query_vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """Ranked keyword matches, at a cost bounded in large stores (the budget of
         ``SQLiteStore.keyword_search``: rare words first, common words only alone,
-        and then only over the newest ``common_window`` matches)."""
+        and then only over the newest ``common_window`` matches). With
+        ``query_vector``, the hits' RankRows carry their cosines (computed here),
+        else their stored vectors."""
         cond, params = where(flt)
         if k <= 0 or cond == "FALSE":
             return []
@@ -406,25 +429,30 @@ class PostgresSearch(PgConnections):
         score_params: list[Any] = []
         for w in words:
             score_params += [idf(word_df[w], max(total, 1)), weights, queries[w]]
-        # The stored vectors of the k best (their cosines are needed), read after the
-        # ranking so that the sort never carries them. Planned for its words each
+        # The cosines (or stored vectors) of the k best, which the ranking needs,
+        # computed after the sort so that it never carries them. Planned for its words each
         # time (no prepared statement): a generic plan cannot know they are rare and
         # intersects the match with the expiry index, 11 ms where 4.5 ms suffice at
         # 100k. A common-word window keeps the prepared plan, which intersects the
         # match with the key range: about 3 ms faster there than its custom plan,
         # which reads every row of the range.
+        tail, tail_params = "v.embedding", []
+        if query_vector is not None:  # NULL for a vector of another size (mid-reindex)
+            q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+            tail = f"CASE WHEN vector_dims(v.embedding) = {q.size} THEN v.embedding <=> %s END"
+            tail_params = [q]
         found = self._rows(
-            f"SELECT s.id, s.score, {RANK_COLUMNS.replace('m.', 's.')}, v.embedding FROM ("
+            f"SELECT s.id, s.score, {RANK_COLUMNS.replace('m.', 's.')}, {tail} FROM ("
             f"SELECT m.key, m.id, {score_sql} AS score, {RANK_COLUMNS} FROM memories m "
             f"WHERE m.tsv @@ %s::tsquery {window_sql} AND {cond} "
             f"ORDER BY score DESC, m.key DESC LIMIT %s) s "
             f"LEFT JOIN memory_vectors v ON v.key = s.key ORDER BY s.score DESC, s.key DESC",
-            (*score_params, match, *window_params, *params, k),
+            (*tail_params, *score_params, match, *window_params, *params, k),
             binary=True,
             prepare=None if window_sql else False,
         )
         if rows is not None:
-            keep_rank_rows(found, 2, rows)
+            keep_rank_rows(found, 2, rows, distance=query_vector is not None)
         return [(row[0], float(row[1])) for row in found]
 
     def _window(

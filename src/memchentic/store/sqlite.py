@@ -628,7 +628,13 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         return pairs, freqs, total
 
     def keyword_search(
-        self, query: str, k: int, flt: MemoryFilter, rows: dict[str, RankRow] | None = None
+        self,
+        query: str,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
+        *,
+        query_vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 over the query's words, at a cost bounded in large stores.
 
