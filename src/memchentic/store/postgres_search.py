@@ -176,7 +176,7 @@ class PostgresSearch(PgConnections):
         cond, params = where(flt)
         fetch = k + max(8, k // 4)
         if dimension != query.size or total <= exact_rows:
-            return self._rescore(query, self._exact(query, fetch, cond, params), k, rows)
+            return self._rescore(self._exact(query, fetch, cond, params), k, rows)
         if flt.isolated and not flt.is_unrestricted():
             # Untrusted callers: the answer must not depend on rows they cannot see,
             # which a graph walk through those rows would; scan the visible rows
@@ -186,13 +186,13 @@ class PostgresSearch(PgConnections):
                 (*params, self.exact_vector_rows + 1),
             )[0]
             if visible <= self.exact_vector_rows:
-                return self._rescore(query, self._exact(query, fetch, cond, params), k, rows)
+                return self._rescore(self._exact(query, fetch, cond, params), k, rows)
         # The planner picks the HNSW index, or for a selective filter the filter's own
         # index and an exact sort of the few rows that pass.
         found = self._approximate(query, dimension, fetch, cond, params)
         if len(found) < k:  # the graph ran dry before k rows passed: scan exactly
             found = self._exact(query, fetch, cond, params)
-        return self._rescore(query, found, k, rows)
+        return self._rescore(found, k, rows)
 
     def similar_many(
         self, vectors: np.ndarray, k: int, min_cosine: float
@@ -263,15 +263,14 @@ class PostgresSearch(PgConnections):
 
     @staticmethod
     def _rescore(
-        query: np.ndarray, found: list[Any], k: int, rows: dict[str, RankRow] | None
+        found: list[Any], k: int, rows: dict[str, RankRow] | None
     ) -> list[tuple[str, float]]:
         """The final candidates (rows of id, cosine distance and the RankRow
         columns) with their cosines, best first (as SQLite orders them).
 
         The server's distance is pgvector's float32 cosine of the stored vector
         itself (not of an index's copy), so it is final: the stored vectors need
-        not travel (1.5 KB a candidate). A zero vector's distance is NaN: cosine 0,
-        as :func:`stored_cosines` gives."""
+        not travel (1.5 KB a candidate); see :func:`cosine_of`."""
         if not found:
             return []
         if rows is not None:
