@@ -43,9 +43,11 @@ APP_ID = "memchentic"
 #: Connections one process keeps at most (``?pool_max=N`` in the URL overrides).
 POOL_MAX = 10
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-#: ``hnsw.ef_search`` of every connection (larger searches raise it for one query):
-#: recall@10 about 0.98 of an exact scan at 100k clustered vectors (bench/README.md).
-EF_SEARCH_DEFAULT = 200
+#: ``hnsw.ef_search`` of every connection (larger searches raise it for one query).
+#: A graph built insert by insert varies: recall@10 of an exact scan at 100k
+#: clustered vectors was 0.973-0.988 at 200 over four builds; on one of them
+#: (0.9865 at 200) 0.9915 at 300, for 4% more time a whole search (bench/README.md).
+EF_SEARCH_DEFAULT = 300
 #: Serialises ``CREATE EXTENSION vector`` of stores in different schemas.
 _EXTENSION_LOCK = "memchentic:extension"
 
