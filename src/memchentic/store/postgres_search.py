@@ -65,15 +65,12 @@ def keep_rank_rows(
     for row in found:
         session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
         last = row[at + 7] if len(row) > at + 7 else None
+        vector, cosine = last, None
         if distance:
-            cosine = None if last is None else cosine_of(float(last))
-            rows[row[0]] = RankRow(
-                session, utc(updated), kind, type_, reinforcement, recalls, path, None, cosine
-            )
-        else:
-            rows[row[0]] = RankRow(
-                session, utc(updated), kind, type_, reinforcement, recalls, path, last
-            )
+            vector, cosine = None, None if last is None else cosine_of(float(last))
+        rows[row[0]] = RankRow(
+            session, utc(updated), kind, type_, reinforcement, recalls, path, vector, cosine
+        )
 
 
 def cosine_of(distance: float) -> float:
