@@ -142,6 +142,47 @@ def test_search_many_equals_search_per_row(corpus: np.ndarray, exact_below: int,
         assert_same_answers(many, index.search(query, k))
 
 
+@pytest.mark.parametrize("exact_below", [50_000, 2000], ids=["flat", "ivf"])
+@pytest.mark.parametrize("k", [5, 120])
+def test_search_many_with_a_floor_finds_the_hits_over_it(
+    corpus: np.ndarray, exact_below: int, k: int
+):
+    """``min_sim`` keeps what filtering the best ``k`` keeps (the bulk write check
+    asks only for neighbours that close), queries with none getting none."""
+    index = build(corpus[:10_000], exact_below=exact_below)
+    queries = near(corpus[:10_000], 300, seed=8)
+    plain = index.search_many(queries, k)
+    for floor in (0.6, 0.85, 1.1):
+        floored = index.search_many(queries, k, floor)
+        kept = [[(key, sim) for key, sim in hits if sim >= floor] for hits in plain]
+        assert sum(map(len, kept)) > 0 or floor > 1
+        for got, want in zip(floored, kept, strict=True):
+            assert all(sim >= floor for _, sim in got)
+            assert_same_answers(got, want)
+
+
+@pytest.mark.parametrize("k", [1, 8, 120, 3000])
+def test_probe_plan_orders_the_lists_it_probes_like_a_full_sort(
+    ivf: VectorIndex, corpus: np.ndarray, k: int
+):
+    """The plan sorts only the nearest lists (all of them when those would hold
+    too few rows); the lists it probes are the first ones of the full order."""
+    lists = ivf._lists
+    queries = near(corpus, 200, seed=4)
+    order, count = lists.probe_plan(queries, k)
+    sims = queries @ lists.centroids.T
+    full = np.argsort(-sims, axis=1, kind="stable")
+    held = np.cumsum(lists.sizes[full], axis=1)
+    want = np.minimum(
+        np.maximum(lists.nprobe(k), (held < vectors.ROWS_PER_RESULT * k).sum(axis=1) + 1),
+        lists.nlist,
+    )
+    assert count.tolist() == want.tolist()
+    for row, full_row, n in zip(order, full, count.tolist(), strict=True):
+        assert row[:n].tolist() == full_row[:n].tolist()
+    assert order.shape[1] < lists.nlist  # (the rest were left unsorted)
+
+
 def test_search_many_of_nothing():
     index = VectorIndex(DIM)
     assert index.search_many(np.zeros((2, DIM), np.float32), 3) == [[], []]

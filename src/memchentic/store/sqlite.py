@@ -489,8 +489,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         if index is None or not len(index) or k <= 0:
             return [[] for _ in range(len(queries))]
-        found = index.search_many(queries, k)
-        close = [[(key, c) for key, c in hits if c >= min_cosine] for hits in found]
+        close = index.search_many(queries, k, min_cosine)
         ids = self._passing([key for hits in close for key, _ in hits], "1", [])
         return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]
 
