@@ -33,6 +33,59 @@ def test_reopen_keeps_everything_and_migrations_run_once(db_path: Path):
         assert m.store.schema_version() == len(MIGRATIONS)
 
 
+def _insert_triggers(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memories' "
+        "AND sql LIKE '%AFTER INSERT%'")]  # fmt: skip
+
+
+def test_inserts_write_their_keyword_rows_themselves(db_path: Path):
+    """Since migration 4 no row trigger feeds the keyword index on insert (FTS5
+    run from a trigger cost ten times a statement); one memory, a bulk write and
+    a write the bulk path sends one by one are each indexed once, and found."""
+    with Memory(path=db_path, embedder="hash") as m:
+        one = m.add("the quartermaster audits zeppelin manifests").id
+        many = [r.id for r in m.add_many(
+            [f"harbour crane {i} lifts {word} crates"
+             for i, word in enumerate(["walnut", "saffron", "cobalt"] * 5)]
+            + ["the quartermaster audits zeppelin manifests twice"],
+            on_duplicate="keep")]  # fmt: skip
+        assert _insert_triggers(m.store.conn) == []
+        report = m.store.check()
+        assert report["ok"] and report["checks"]["keyword_index"] == "ok", report["problems"]
+        rows = m.store.conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT rowid) FROM memories_fts WHERE memories_fts "
+            "MATCH 'zeppelin'").fetchone()  # fmt: skip
+        assert rows == (2, 2)
+        def keyword_hits(query: str) -> set[str]:
+            hits = m.search(query, limit=20, include_trace=True)
+            return {h.memory.id for h in hits if h.trace and h.trace["keyword_rank"] > 0}
+
+        assert keyword_hits("zeppelin") == {one, many[-1]}
+        assert keyword_hits("saffron") == set(many[1:15:3])
+
+
+def test_a_store_from_before_migration_4_loses_its_insert_trigger(db_path: Path):
+    with Memory(path=db_path, embedder="hash") as m:
+        m.add("an early memory about lighthouses")
+        with m.store.write():
+            m.store.conn.execute(
+                "CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN "
+                "INSERT INTO memories_fts(rowid, title, content, tags) "
+                "VALUES (new.rowid, new.title, new.content, new.tags); END")
+            m.store.conn.execute("DELETE FROM schema_migrations WHERE version = 4")
+        assert _insert_triggers(m.store.conn) == ["memories_fts_ai"]
+    with Memory(path=db_path, embedder="hash") as m:
+        assert m.store.schema_version() == len(MIGRATIONS)
+        assert _insert_triggers(m.store.conn) == []
+        m.add_many(["a later memory about lighthouses", "and one about foghorns"])
+        assert m.store.check()["ok"]  # each indexed once
+        matched = m.store.conn.execute(
+            "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'lighthouses'"
+        ).fetchone()[0]
+        assert matched == 2
+
+
 def test_vector_index_file_is_reused_and_replays_later_writes(db_path: Path):
     with Memory(path=db_path, embedder="hash") as m:
         m.add_many([f"harbour report {i}: ship count {i * 3}" for i in range(30)])

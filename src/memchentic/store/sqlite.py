@@ -65,6 +65,13 @@ def _rank_row(row: Sequence[Any], at: int) -> RankRow:
     vector = np.frombuffer(blob, dtype=np.float32) if blob is not None else None
     return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path, vector)
 
+#: The keyword rows of memories just inserted (see migration 4: one statement, not
+#: a trigger per row).
+_KEYWORD_ROWS = (
+    "INSERT INTO memories_fts(rowid, title, content, tags) "
+    "SELECT rowid, title, content, tags FROM memories"
+)
+
 APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 #: Address space each connection may map of the database file (not memory: the OS
@@ -249,6 +256,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 record_params(record),
             )
             key = cur.lastrowid
+            self.conn.execute(f"{_KEYWORD_ROWS} WHERE rowid = ?", (key,))
             self.conn.execute(
                 "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
                 (key, np.asarray(vector, dtype=np.float32).tobytes()),
@@ -270,6 +278,8 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 [(key, *record_params(record))
                  for key, (record, _) in zip(keys, items, strict=True)],
             )  # fmt: skip
+            conn.execute(f"{_KEYWORD_ROWS} WHERE rowid >= ? AND rowid < ?",
+                         (first, first + len(items)))  # fmt: skip
             conn.executemany(
                 "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
                 [(key, np.asarray(vector, dtype=np.float32).tobytes())
