@@ -65,13 +65,13 @@ def _rank_row(row: Sequence[Any], at: int) -> RankRow:
     vector = np.frombuffer(blob, dtype=np.float32) if blob is not None else None
     return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path, vector)
 
+
 #: The keyword rows of memories just inserted (see migration 4: one statement, not
 #: a trigger per row).
 _KEYWORD_ROWS = (
     "INSERT INTO memories_fts(rowid, title, content, tags) "
     "SELECT rowid, title, content, tags FROM memories"
 )
-
 APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 #: Address space each connection may map of the database file (not memory: the OS

@@ -214,7 +214,7 @@ def m003_events_and_turns(conn: sqlite3.Connection) -> None:
 def m004_keyword_rows_by_statement(conn: sqlite3.Connection) -> None:
     """Inserts write their keyword rows with a statement of their own (the store's
     ``insert`` and ``insert_many``), not from a row trigger: FTS5 fed by a trigger
-    cost about 60 us a memory in a bulk insert, by one statement about 6 us.
+    cost 60-90 us a memory in a bulk insert, by one statement 6-10 us.
     Updates and deletes keep their triggers. (A later migration that copies rows
     into ``memories`` must fill ``memories_fts`` too.)"""
     conn.execute("DROP TRIGGER IF EXISTS memories_fts_ai")
