@@ -39,51 +39,66 @@ def _insert_triggers(conn: sqlite3.Connection) -> list[str]:
         "AND sql LIKE '%AFTER INSERT%'")]  # fmt: skip
 
 
-def test_inserts_write_their_keyword_rows_themselves(db_path: Path):
-    """Since migration 4 no row trigger feeds the keyword index on insert (FTS5
-    run from a trigger cost ten times a statement); one memory, a bulk write and
-    a write the bulk path sends one by one are each indexed once, and found."""
+def test_bulk_inserts_index_their_keywords_with_one_statement(db_path: Path):
+    """A bulk insert sets the keyword trigger aside inside its transaction and
+    writes its rows' keyword rows with one statement (FTS5 fed by the row trigger
+    cost ten times as much); the trigger is back after it, so single writes, other
+    processes and older versions still index theirs. Each memory is indexed once."""
     with Memory(path=db_path, embedder="hash") as m:
         one = m.add("the quartermaster audits zeppelin manifests").id
         many = [r.id for r in m.add_many(
             [f"harbour crane {i} lifts {word} crates"
-             for i, word in enumerate(["walnut", "saffron", "cobalt"] * 5)]
+             for i, word in enumerate(["walnut", "saffron", "cobalt"] * 15)]
             + ["the quartermaster audits zeppelin manifests twice"],
             on_duplicate="keep")]  # fmt: skip
-        assert _insert_triggers(m.store.conn) == []
-        report = m.store.check()
-        assert report["ok"] and report["checks"]["keyword_index"] == "ok", report["problems"]
-        rows = m.store.conn.execute(
+        assert len(many) >= 32  # (the statement's threshold)
+        assert _insert_triggers(m.store.conn) == ["memories_fts_ai"]
+        with sqlite3.connect(db_path) as other:  # a writer that knows nothing of this
+            other.execute(
+                "INSERT INTO memories(id, namespace, kind, type, content, created_at, "
+                "updated_at, confidence, reinforcement, importance, polarity) VALUES "
+                "('x-raw', 'user:default', 'entry', 'semantic', 'a raw zeppelin row', "
+                "'2026-01-01', '2026-01-01', 1, 0, 0.5, 1)")  # fmt: skip
+        matched = m.store.conn.execute(
             "SELECT COUNT(*), COUNT(DISTINCT rowid) FROM memories_fts WHERE memories_fts "
             "MATCH 'zeppelin'").fetchone()  # fmt: skip
-        assert rows == (2, 2)
+        assert matched == (3, 3)
+        with m.store.write():  # (a raw row, without a vector or full fields)
+            m.store.conn.execute("DELETE FROM memories WHERE id = 'x-raw'")
+
         def keyword_hits(query: str) -> set[str]:
-            hits = m.search(query, limit=20, include_trace=True)
+            hits = m.search(query, limit=50, include_trace=True)
             return {h.memory.id for h in hits if h.trace and h.trace["keyword_rank"] > 0}
 
-        assert keyword_hits("zeppelin") == {one, many[-1]}
-        assert keyword_hits("saffron") == set(many[1:15:3])
+        assert {one, many[-1]} <= keyword_hits("zeppelin")
+        assert keyword_hits("saffron") == set(many[1:45:3])
+        report = m.store.check()
+        assert report["ok"] and report["checks"]["keyword_index"] == "ok", report["problems"]
 
 
-def test_a_store_from_before_migration_4_loses_its_insert_trigger(db_path: Path):
+def test_a_failed_bulk_insert_leaves_the_keyword_trigger_in_place(db_path: Path):
+    """The trigger is set aside inside the insert's transaction: when the insert
+    fails after it (here on a vector row in the way), the rollback brings it back
+    with everything else."""
+    from memchentic import StoreError
+
     with Memory(path=db_path, embedder="hash") as m:
-        m.add("an early memory about lighthouses")
+        m.add("a first memory about lighthouses")
+        conn = m.store.conn
+        in_the_way = conn.execute("SELECT MAX(rowid) FROM memories").fetchone()[0] + 5
         with m.store.write():
-            m.store.conn.execute(
-                "CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN "
-                "INSERT INTO memories_fts(rowid, title, content, tags) "
-                "VALUES (new.rowid, new.title, new.content, new.tags); END")
-            m.store.conn.execute("DELETE FROM schema_migrations WHERE version = 4")
-        assert _insert_triggers(m.store.conn) == ["memories_fts_ai"]
-    with Memory(path=db_path, embedder="hash") as m:
-        assert m.store.schema_version() == len(MIGRATIONS)
-        assert _insert_triggers(m.store.conn) == []
-        m.add_many(["a later memory about lighthouses", "and one about foghorns"])
-        assert m.store.check()["ok"]  # each indexed once
-        matched = m.store.conn.execute(
-            "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'lighthouses'"
-        ).fetchone()[0]
-        assert matched == 2
+            conn.execute("INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
+                         (in_the_way, b"\0" * 32))  # fmt: skip
+        items = [m._prepare(f"bulk lighthouse note {i}").record for i in range(40)]
+        with pytest.raises(StoreError):
+            m.store.insert_many([(r, m.embedder.embed(r.content)) for r in items])
+        assert _insert_triggers(conn) == ["memories_fts_ai"]
+        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1
+        with m.store.write():
+            conn.execute("DELETE FROM vectors WHERE rowid = ?", (in_the_way,))
+        assert m.store.check()["ok"]
+        m.add_many([f"bulk lighthouse note {i}" for i in range(40)], on_duplicate="keep")
+        assert m.store.check()["ok"]
 
 
 def test_vector_index_file_is_reused_and_replays_later_writes(db_path: Path):

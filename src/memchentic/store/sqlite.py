@@ -66,11 +66,17 @@ def _rank_row(row: Sequence[Any], at: int) -> RankRow:
     return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path, vector)
 
 
-#: The keyword rows of memories just inserted (see migration 4: one statement, not
-#: a trigger per row).
+#: A bulk insert of at least this many memories writes their keyword rows with one
+#: statement (``_KEYWORD_ROWS``), its insert trigger set aside inside its own
+#: transaction: FTS5 fed by the row trigger cost 60-90 us a memory, by one
+#: statement 6-10 us. The trigger stays in the schema (every other insert, and
+#: every other version of this code, relies on it); dropping and creating it again
+#: costs each other connection a schema reload (about 1 ms) per bulk insert.
+KEYWORD_STATEMENT_ROWS = 32
+_KEYWORD_TRIGGER = "memories_fts_ai"
 _KEYWORD_ROWS = (
     "INSERT INTO memories_fts(rowid, title, content, tags) "
-    "SELECT rowid, title, content, tags FROM memories"
+    "SELECT rowid, title, content, tags FROM memories WHERE rowid >= ? AND rowid < ?"
 )
 APP_ID = "memchentic"
 _LOCK_RETRIES = 8
@@ -256,7 +262,6 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 record_params(record),
             )
             key = cur.lastrowid
-            self.conn.execute(f"{_KEYWORD_ROWS} WHERE rowid = ?", (key,))
             self.conn.execute(
                 "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
                 (key, np.asarray(vector, dtype=np.float32).tobytes()),
@@ -272,14 +277,23 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             # Explicit rowids (the next free ones; the write lock is held), so the
             # vectors and entity links can go in with one statement each too.
             keys = range(first, first + len(items))
+            trigger = None
+            if len(items) >= KEYWORD_STATEMENT_ROWS:
+                trigger = conn.execute(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                    (_KEYWORD_TRIGGER,),
+                ).fetchone()
+            if trigger is not None:  # back before commit; a rollback restores it too
+                conn.execute(f"DROP TRIGGER {_KEYWORD_TRIGGER}")
             conn.executemany(
                 f"INSERT INTO memories(rowid, {', '.join(COLUMNS)}) "
                 f"VALUES (?, {', '.join('?' * len(COLUMNS))})",
                 [(key, *record_params(record))
                  for key, (record, _) in zip(keys, items, strict=True)],
             )  # fmt: skip
-            conn.execute(f"{_KEYWORD_ROWS} WHERE rowid >= ? AND rowid < ?",
-                         (first, first + len(items)))  # fmt: skip
+            if trigger is not None:
+                conn.execute(_KEYWORD_ROWS, (first, first + len(items)))
+                conn.execute(trigger[0])
             conn.executemany(
                 "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
                 [(key, np.asarray(vector, dtype=np.float32).tobytes())

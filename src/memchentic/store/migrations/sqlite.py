@@ -211,20 +211,10 @@ def m003_events_and_turns(conn: sqlite3.Connection) -> None:
     )
 
 
-def m004_keyword_rows_by_statement(conn: sqlite3.Connection) -> None:
-    """Inserts write their keyword rows with a statement of their own (the store's
-    ``insert`` and ``insert_many``), not from a row trigger: FTS5 fed by a trigger
-    cost 60-90 us a memory in a bulk insert, by one statement 6-10 us.
-    Updates and deletes keep their triggers. (A later migration that copies rows
-    into ``memories`` must fill ``memories_fts`` too.)"""
-    conn.execute("DROP TRIGGER IF EXISTS memories_fts_ai")
-
-
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
-    m004_keyword_rows_by_statement,
 ]
 
 
