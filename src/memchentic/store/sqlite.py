@@ -277,12 +277,11 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             # Explicit rowids (the next free ones; the write lock is held), so the
             # vectors and entity links can go in with one statement each too.
             keys = range(first, first + len(items))
-            trigger = None
-            if len(items) >= KEYWORD_STATEMENT_ROWS:
-                trigger = conn.execute(
-                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
-                    (_KEYWORD_TRIGGER,),
-                ).fetchone()
+            bulk = len(items) >= KEYWORD_STATEMENT_ROWS
+            trigger = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                (_KEYWORD_TRIGGER,),
+            ).fetchone() if bulk else None  # fmt: skip
             if trigger is not None:  # back before commit; a rollback restores it too
                 conn.execute(f"DROP TRIGGER {_KEYWORD_TRIGGER}")
             conn.executemany(
@@ -291,8 +290,9 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 [(key, *record_params(record))
                  for key, (record, _) in zip(keys, items, strict=True)],
             )  # fmt: skip
-            if trigger is not None:
+            if bulk:
                 conn.execute(_KEYWORD_ROWS, (first, first + len(items)))
+            if trigger is not None:
                 conn.execute(trigger[0])
             conn.executemany(
                 "INSERT INTO vectors(rowid, embedding) VALUES (?, ?)",
