@@ -7,6 +7,7 @@ keys, guides, several namespaces and every duplicate policy."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -208,3 +209,43 @@ def test_in_batch_check_equals_the_whole_square(n: int) -> None:
     got = resolve._close_to_earlier(unit, namespaces, polarity, opposite_at, same_at, floor)
     assert got.tolist() == want.tolist()
     assert n < 300 or 0 < want.sum() < n  # both answers occur
+
+
+def test_similar_many_reads_each_neighbours_columns(make_mem: Callable[..., Memory]) -> None:
+    """The bulk check reads namespace, kind, polarity, supersession and expiry from
+    the neighbour lookup itself (no record is loaded): each must be the stored one."""
+    axis = [1.0, 0.0, 0.0, 0.0]
+    table = {
+        "Alice likes green tea": [1.0, 0.05, 0.0, 0.0],
+        "Alice does not like green tea": [1.0, 0.0, 0.05, 0.0],
+        "How to brew green tea": [1.0, 0.1, 0.1, 0.0],
+        "Green tea was on sale last week": [1.0, 0.0, 0.0, 0.15],
+        "The train leaves at noon": [0.0, 1.0, 0.0, 0.0],
+    }
+    mem = make_mem(embedder=TableEmbedder(table, dimension=DIM))
+    liked = mem.add("Alice likes green tea", user_id="alice")
+    negated = mem.add("Alice does not like green tea", user_id="alice")
+    guide = mem.add("How to brew green tea", kind="guide", user_id="bob")
+    past = datetime.now(UTC) - timedelta(days=1)
+    expired = mem.add("Green tea was on sale last week", user_id="bob", expires_at=past)
+    mem.add("The train leaves at noon", user_id="alice")
+    assert negated.status == "superseded" and mem.get(liked.id).superseded_by == negated.id
+
+    (found,) = mem.store.similar_many(np.array([_pad(axis)]), 8, 0.9)
+    assert {n.id for n in found} == {liked.id, negated.id, guide.id, expired.id}  # not far
+    assert [n.cosine for n in found] == sorted((n.cosine for n in found), reverse=True)
+    for n in found:
+        record = mem.get(n.id)
+        assert (n.namespace, n.kind, n.polarity, n.superseded_by, n.expires_at) == (
+            record.namespace, record.kind, record.polarity, record.superseded_by,
+            record.expires_at,
+        )  # fmt: skip
+        assert n.cosine == pytest.approx(float(_unit(np.array(_pad(table[record.content])))[0]))
+    assert {n.id: n.is_expired(datetime.now(UTC)) for n in found} == {
+        liked.id: False, negated.id: False, guide.id: False, expired.id: True,
+    }  # fmt: skip
+    assert {n.polarity for n in found if n.id in (liked.id, negated.id)} == {1, -1}
+
+
+def _pad(v: list[float]) -> list[float]:
+    return v + [0.0] * (DIM - len(v))

@@ -88,6 +88,30 @@ class RankRow(NamedTuple):
     cosine: float | None = None
 
 
+class Neighbour(NamedTuple):
+    """A stored memory close to a vector (:meth:`Store.similar_many`), with the
+    columns the bulk write check reads of it: no whole record is loaded."""
+
+    id: str
+    cosine: float
+    namespace: str
+    kind: str
+    polarity: int
+    superseded_by: str | None
+    expires_at: datetime | None
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+def neighbour(record: MemoryRecord, cosine: float) -> Neighbour:
+    """A loaded record as a :class:`Neighbour`."""
+    return Neighbour(
+        record.id, cosine, record.namespace, record.kind, record.polarity,
+        record.superseded_by, record.expires_at,
+    )  # fmt: skip
+
+
 def stored_cosines(vectors: Sequence[np.ndarray], query: np.ndarray) -> list[float]:
     """Float32 cosine of each of ``vectors`` with ``query`` (0-norm rows give 0).
     Every cosine of a stored vector outside the vector stage is computed here."""
@@ -222,11 +246,10 @@ class Store(ABC):
         the search read anyway (the search pipeline then asks :meth:`rank_rows`
         only for the others); a backend may leave it untouched."""
 
-    def similar_many(
-        self, vectors: np.ndarray, k: int, min_cosine: float
-    ) -> list[list[tuple[str, float]]]:
+    def similar_many(self, vectors: np.ndarray, k: int, min_cosine: float) -> list[list[Neighbour]]:
         """For each row of ``vectors``: up to ``k`` stored memories (any namespace,
-        kind or state) with cosine >= ``min_cosine``, best first.
+        kind or state) with cosine >= ``min_cosine``, best first, each with the
+        columns of :class:`Neighbour`.
 
         The bulk write path asks this once per batch to find the new memories
         that need no resolution (nothing stored is close to them). Backends may
@@ -234,10 +257,12 @@ class Store(ABC):
         pass a threshold with a margin.
         """
         flt = MemoryFilter(include_expired=True, include_superseded=True)
-        return [
+        found = [
             [(i, c) for i, c in self.vector_search(v, k, flt) if c >= min_cosine]
             for v in np.asarray(vectors, dtype=np.float32)
         ]
+        rows = self.get_many([i for hits in found for i, _ in hits])
+        return [[neighbour(rows[i], c) for i, c in hits if i in rows] for hits in found]
 
     @abstractmethod
     def keyword_search(

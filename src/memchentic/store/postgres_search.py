@@ -28,7 +28,7 @@ import numpy as np
 
 from ..retrieval.signals import idf
 from ..retrieval.text import query_words
-from .base import MemoryFilter, RankRow
+from .base import MemoryFilter, Neighbour, RankRow
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
 
@@ -191,9 +191,7 @@ class PostgresSearch(PgConnections):
             found = self._exact(query, fetch, cond, params)
         return self._rescore(found, k, rows)
 
-    def similar_many(
-        self, vectors: np.ndarray, k: int, min_cosine: float
-    ) -> list[list[tuple[str, float]]]:
+    def similar_many(self, vectors: np.ndarray, k: int, min_cosine: float) -> list[list[Neighbour]]:
         """One statement for the whole batch: each vector's ``k`` nearest rows by the
         HNSW index (or an exact scan in a small store), any namespace or state."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
@@ -213,18 +211,22 @@ class PostgresSearch(PgConnections):
             f"WITH a AS MATERIALIZED (SELECT %s::real[] AS flat), "
             f"q AS MATERIALIZED (SELECT i, (a.flat[(i - 1) * {size} + 1 : i * {size}])::{cast} "
             f"AS v FROM a, generate_series(1, %s) AS i) "
-            f"SELECT q.i, s.id, s.distance FROM q "
-            f"CROSS JOIN LATERAL (SELECT m.id, {order} AS distance FROM memory_vectors v "
+            f"SELECT q.i, s.* FROM q "
+            f"CROSS JOIN LATERAL (SELECT m.id, {order} AS distance, m.namespace, m.kind, "
+            f"m.polarity, m.superseded_by, m.expires_at FROM memory_vectors v "
             f"JOIN memories m ON m.key = v.key WHERE vector_dims(v.embedding) = {size} "
             f"ORDER BY {order} LIMIT %s) s",
             (queries.ravel().tolist(), len(queries), k),
         )
-        out: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
-        for i, memory_id, distance in rows:
+        out: list[list[Neighbour]] = [[] for _ in range(len(queries))]
+        for i, memory_id, distance, namespace, kind, polarity, superseded, expires in rows:
             if 1.0 - float(distance) >= min_cosine:
-                out[int(i) - 1].append((memory_id, 1.0 - float(distance)))
+                out[int(i) - 1].append(Neighbour(
+                    memory_id, 1.0 - float(distance), namespace, kind, polarity, superseded,
+                    utc(expires),
+                ))  # fmt: skip
         for hits in out:
-            hits.sort(key=lambda item: -item[1])
+            hits.sort(key=lambda item: -item.cosine)
         return out
 
     def _exact(self, query: np.ndarray, fetch: int, cond: str, params: list[Any]) -> list[Any]:

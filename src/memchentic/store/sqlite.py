@@ -32,7 +32,7 @@ from ..clock import from_text, to_text
 from ..errors import NotAStoreError, StoreError
 from ..record import Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
-from .base import MemoryFilter, RankRow, Store, StoreStats
+from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
 from .migrations.sqlite import TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
@@ -506,16 +506,34 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         hits.sort(key=lambda item: (-item[1], item[0]))
         return hits[:k]
 
-    def similar_many(
-        self, vectors: np.ndarray, k: int, min_cosine: float
-    ) -> list[list[tuple[str, float]]]:
+    def similar_many(self, vectors: np.ndarray, k: int, min_cosine: float) -> list[list[Neighbour]]:
         index = self._sync_index()
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         if index is None or not len(index) or k <= 0:
             return [[] for _ in range(len(queries))]
         close = index.search_many(queries, k, min_cosine)
-        ids = self._passing([key for hits in close for key, _ in hits], "1", [])
-        return [[(ids[key], c) for key, c in hits if key in ids] for hits in close]
+        keys = list(dict.fromkeys(key for hits in close for key, _ in hits))
+        facts: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(keys), 4096):  # by rowid (see _passing)
+            chunk = keys[start : start + 4096]
+            for key, *row in self.conn.execute(
+                f"SELECT rowid, id, namespace, kind, polarity, superseded_by, expires_at "
+                f"FROM memories NOT INDEXED WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            ):
+                facts[key] = row
+        out: list[list[Neighbour]] = []
+        for hits in close:
+            found = []
+            for key, cosine in hits:
+                if (row := facts.get(key)) is not None:
+                    memory_id, namespace, kind, polarity, superseded, expires = row
+                    found.append(Neighbour(
+                        memory_id, cosine, namespace, kind, polarity, superseded,
+                        from_text(expires),
+                    ))  # fmt: skip
+            out.append(found)
+        return out
 
     def _passing(
         self,

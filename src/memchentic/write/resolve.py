@@ -23,7 +23,7 @@ from ..graph.auto_edges import EdgeClassifier
 from ..ids import new_id
 from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
-from ..store.base import MemoryFilter, Store
+from ..store.base import MemoryFilter, Neighbour, Store
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -186,23 +186,21 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     # Stored memories: one batched lookup; only the close ones are read.
     ctx0 = items[0][0]
     k = ctx0.settings.write_neighbours
-    stored = ctx0.store.similar_many(unit, k, floor)
-    rows = ctx0.store.get_many([memory_id for hits in stored for memory_id, _ in hits])
+    stored = ctx0.store.similar_many(unit, k, floor)  # with the columns compared below
     out: list[bool] = []
-    for i, ((ctx, record, _), hits) in enumerate(zip(items, stored, strict=True)):
-        near = [rows.get(memory_id) for memory_id, _ in hits]
-        if not plain[i] or ruled_out[i] or any(old is None for old in near):
+    for i, ((ctx, record, _), near) in enumerate(zip(items, stored, strict=True)):
+        if not plain[i] or ruled_out[i]:
             out.append(False)
             continue
-        if len(hits) >= k and not all(_compared(ctx, record, old) for old in near):  # type: ignore[arg-type]
+        if len(near) >= k and not all(_compared(ctx, record, old) for old in near):
             # The one-by-one path compares the k nearest that pass its filter;
             # some of these do not, so ones further away may count: look there.
             out.append(False)
             continue
         out.append(not any(
-            old is not None and old.namespace == record.namespace
-            and cosine >= (opposite_at[i] if old.polarity != record.polarity else same_at[i])
-            for old, (_, cosine) in zip(near, hits, strict=True)
+            old.namespace == record.namespace
+            and old.cosine >= (opposite_at[i] if old.polarity != record.polarity else same_at[i])
+            for old in near
         ))  # fmt: skip
     return out
 
@@ -242,7 +240,7 @@ def _close_to_earlier(
     return ruled_out
 
 
-def _compared(ctx: WriteContext, record: MemoryRecord, old: MemoryRecord) -> bool:
+def _compared(ctx: WriteContext, record: MemoryRecord, old: Neighbour) -> bool:
     """Whether the one-by-one path's neighbour filter keeps ``old`` for ``record``."""
     return (
         old.namespace == record.namespace
