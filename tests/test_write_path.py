@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from memchentic import Memory, Settings
+from memchentic.write.polarity import _CUES, NEGATION_CUES, negation_cues
 
 from .conftest import TableEmbedder
 
@@ -126,6 +130,31 @@ def test_polarity_is_derived(mem: Memory):
     assert mem.add("Omar no longer drinks tea").memory.polarity == -1
     assert mem.add("Omar doesn't smoke").memory.polarity == -1
     assert mem.add("Omar quit his job").memory.polarity == -1
+
+
+def test_negation_cues_count_what_the_pattern_finds() -> None:
+    """The word-set shortcut for ASCII text without cues gives the pattern's count
+    on every text: cues in any case, inside and around other words, split by other
+    spacing, with apostrophes, and text the shortcut must leave to the pattern."""
+    rng = random.Random(5)
+    pieces = [
+        "not", "NOT", "nOt", "note", "knot", "no", "No", "nope", "no longer", "no  longer",
+        "No Longer", "gave up", "gave  up", "gave", "up", "quit", "quite", "stopped",
+        "don't", "dont", "DON'T", "don't've", "mustn't", "n't", "'not'", "not_yet",
+        "without", "withouts", "can't", "cannot", "won't", "nor", "neither", "none",
+        "nothing", "nobody", "isn't", "mightn't", "coffee", "tea", "Omar", "42", "x_1",
+        "\u017ftopped", "\u0130sn't", "caf\u00e9", "don\u2019t", "no\u2019", "\u2019",
+        ",", ".", "!", "-", "'", "''", "(", ")", "\n", "\t",
+    ]  # fmt: skip
+    seps = [" ", "", "  ", "-", "'", ", ", "\n"]
+    texts = ["".join(rng.choice(pieces) + rng.choice(seps) for _ in range(rng.randint(1, 12)))
+             for _ in range(4000)]  # fmt: skip
+    for text in texts:
+        assert negation_cues(text) == len(_CUES.findall(text.replace("\u2019", "'"))), text
+    assert sum(1 for t in texts if negation_cues(t)) > 1000  # both branches ran
+    assert sum(1 for t in texts if not negation_cues(t)) > 200
+    # the shortcut derives words from the cues: they must stay plain words
+    assert all(re.fullmatch(r"[a-z]+(?:'\?[a-z]+)?(?: [a-z]+)?", cue) for cue in NEGATION_CUES)
 
 
 @pytest.mark.parametrize(
