@@ -207,3 +207,27 @@ def _all():
     from memchentic.store.base import MemoryFilter
 
     return MemoryFilter(now=datetime.now(UTC))
+
+
+def test_keyword_stage_ranks_the_rarest_words_within_budget_at_any_size(make_mem):
+    """However small the store, when a query's words match more rows than
+    SEARCH_COMMON_WINDOW, the keyword stage keeps the rarest words while their
+    matches fit, and a word that alone matches more ranks its newest matches (both
+    backends; a ranked full-text query costs time in proportion to its matches)."""
+    from memchentic import Settings
+    from memchentic.store.base import MemoryFilter
+
+    settings = Settings(search_common_window=10)  # common_term_docs stays 20,000
+    m = make_mem(settings=settings)
+    every = {"alpha": 2, "beta": 3, "gamma": 12, "delta": 15}  # 30, 20, 5 and 4 rows
+    texts = [
+        " ".join(w for w, n in every.items() if i % n == 0) + f" row {i}" for i in range(60)
+    ]
+    ids = [r.id for r in m.add_many(texts, on_duplicate="keep")]
+    found = m.store.keyword_search("alpha beta gamma delta", 100, MemoryFilter())
+    # delta and gamma (9 rows) fit the window of 10; beta (20 more) would not
+    expected = {ids[i] for i in range(60) if i % 12 == 0 or i % 15 == 0}
+    assert {i for i, _ in found} == expected and len(found) == 8
+    assert found[0][0] == ids[0]  # the one row holding both ranked words
+    newest = m.store.keyword_search("beta", 100, MemoryFilter())
+    assert {i for i, _ in newest} == {ids[i] for i in range(0, 60, 3)[-10:]}

@@ -189,10 +189,10 @@ def test_a_rolled_back_write_leaves_no_vector_behind(mem: Memory):
 
 
 def test_common_words_rank_the_newest_window_by_idf(db_path: Path):
-    """In a store larger than SEARCH_COMMON_TERM_DOCS, when a query's words match
-    more rows than SEARCH_COMMON_WINDOW, only the newest window of their matches is
-    ranked, by the idf of the query words each row holds (both words above the
-    rarer one alone, above the commoner one alone; ties newest first)."""
+    """When a query's common words match more rows than SEARCH_COMMON_WINDOW,
+    only the newest window of their matches is ranked, by the idf of the query
+    words each row holds (both words above the rarer one alone, above the
+    commoner one alone; ties newest first)."""
     from memchentic import Settings
     from memchentic.store.base import MemoryFilter
 
