@@ -4,6 +4,7 @@ the HNSW index, plain-word keyword queries, isolated ranking, threads, rollbacks
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import threading
 from collections.abc import Callable
@@ -367,3 +368,18 @@ def test_a_forked_process_searches_with_stages_at_once(stores: Stores):
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_jsonb_columns_load_like_the_json_parser(mem: Memory):
+    """The store's jsonb loader (a shortcut for empty lists and objects, a parser
+    for the rest) gives exactly what json.loads gives, types included, and
+    records keep their tags and metadata."""
+    texts = ['[]', '{}', '[ ]', '{"a": []}', '["ops", "naïve"]', '"[]"', '0', 'null',
+             '{"speaker": "Zoë", "n": 3, "nested": {"a": [1, 2.5, null]}, "e": "🙂 שלום"}']
+    row = mem.store._rows(f"SELECT {', '.join(['%s::jsonb'] * len(texts))}", texts)[0]
+    for text, value in zip(texts, row, strict=True):
+        expected = json.loads(text)
+        assert value == expected and type(value) is type(expected), text
+    res = mem.add("jsonb round trip", tags=["ops", "naïve"], metadata={"n": {"a": [1]}})
+    stored = mem.get(res.id)
+    assert stored.tags == ["ops", "naïve"] and stored.metadata["n"] == {"a": [1]}

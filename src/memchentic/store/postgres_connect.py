@@ -83,6 +83,9 @@ class _VectorTextLoader(Loader):
         return np.array(text.split(",") if text else [], dtype=np.float32)
 
 
+_json_decode = json.JSONDecoder().decode
+
+
 class _JsonbLoader(Loader):
     """``jsonb`` as Python values, empty lists and objects without the parser: most
     rows hold no tags, entities or metadata (a search loads about 35 records, three
@@ -91,12 +94,13 @@ class _JsonbLoader(Loader):
     format = Format.TEXT
 
     def load(self, data: Any) -> Any:
-        raw = bytes(data)
-        if raw == b"[]":
-            return []
-        if raw == b"{}":
-            return {}
-        return json.loads(raw)
+        if len(data) == 2:
+            raw = bytes(data)
+            if raw == b"[]":
+                return []
+            if raw == b"{}":
+                return {}
+        return _json_decode(bytes(data).decode())
 
 
 @dataclass(frozen=True, slots=True)
