@@ -361,6 +361,19 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 f"{select} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk
             )
 
+    def _by_rowids(
+        self, select: str, keys: Sequence[int], cond: str = "1", params: Sequence[Any] = ()
+    ) -> Iterator[Any]:
+        """Rows of ``select ... WHERE m.rowid IN (keys) AND cond``, in chunks. The
+        table is ``memories m NOT INDEXED``: left alone, the planner may pick a
+        filter column's index instead and walk every row of the namespace."""
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            yield from self.conn.execute(
+                f"{select} WHERE m.rowid IN ({', '.join('?' * len(chunk))}) AND {cond}",
+                (*chunk, *params),
+            )
+
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         records = map(row_to_record, self._by_ids(f"SELECT {SELECT_COLUMNS} FROM memories m", ids))
         return {record.id: record for record in records}
@@ -513,15 +526,14 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             return [[] for _ in range(len(queries))]
         close = index.search_many(queries, k, min_cosine)
         keys = list(dict.fromkeys(key for hits in close for key, _ in hits))
-        facts: dict[int, tuple[Any, ...]] = {}
-        for start in range(0, len(keys), 4096):  # by rowid (see _passing)
-            chunk = keys[start : start + 4096]
-            for key, *row in self.conn.execute(
-                f"SELECT rowid, id, namespace, kind, polarity, superseded_by, expires_at "
-                f"FROM memories NOT INDEXED WHERE rowid IN ({', '.join('?' * len(chunk))})",
-                chunk,
-            ):
-                facts[key] = row
+        facts = {
+            key: row
+            for key, *row in self._by_rowids(
+                "SELECT m.rowid, m.id, m.namespace, m.kind, m.polarity, m.superseded_by, "
+                "m.expires_at FROM memories m NOT INDEXED",
+                keys,
+            )
+        }
         out: list[list[Neighbour]] = []
         for hits in close:
             found = []
@@ -554,21 +566,15 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             if with_vectors:
                 columns += ", v.embedding"
                 joined = "LEFT JOIN vectors v ON v.rowid = m.rowid"
-        # NOT INDEXED: look the keys up by rowid; left alone, the planner may pick a
-        # filter column's index instead and walk every row of the namespace.
-        for start in range(0, len(keys), 4096):
-            chunk = keys[start : start + 4096]
-            rows = self.conn.execute(
-                f"SELECT {columns} FROM memories m NOT INDEXED {joined} WHERE m.rowid IN "
-                f"({', '.join('?' * len(chunk))}) AND {cond}",
-                (*chunk, *params),
-            )
-            if rank_rows is None:
-                out.update(rows)
-                continue
-            for row in rows:
-                out[row[0]] = row[1]
-                rank_rows[row[1]] = _rank_row(row, 2)
+        rows = self._by_rowids(
+            f"SELECT {columns} FROM memories m NOT INDEXED {joined}", keys, cond, params
+        )
+        if rank_rows is None:
+            out.update(rows)
+            return out
+        for row in rows:
+            out[row[0]] = row[1]
+            rank_rows[row[1]] = _rank_row(row, 2)
         return out
 
     def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
