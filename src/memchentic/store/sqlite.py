@@ -362,15 +362,22 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             )
 
     def _by_rowids(
-        self, select: str, keys: Sequence[int], cond: str = "1", params: Sequence[Any] = ()
+        self,
+        columns: str,
+        keys: Sequence[int],
+        cond: str = "1",
+        params: Sequence[Any] = (),
+        joined: str = "",
     ) -> Iterator[Any]:
-        """Rows of ``select ... WHERE m.rowid IN (keys) AND cond``, in chunks. The
-        table is ``memories m NOT INDEXED``: left alone, the planner may pick a
-        filter column's index instead and walk every row of the namespace."""
+        """``columns`` of ``memories m`` (and ``joined``) at these rowids that pass
+        ``cond``, in chunks. ``NOT INDEXED``: the keys are looked up by rowid; left
+        alone, the planner may pick a filter column's index instead and walk every
+        row of the namespace."""
         for start in range(0, len(keys), 4096):
             chunk = keys[start : start + 4096]
             yield from self.conn.execute(
-                f"{select} WHERE m.rowid IN ({', '.join('?' * len(chunk))}) AND {cond}",
+                f"SELECT {columns} FROM memories m NOT INDEXED {joined} "
+                f"WHERE m.rowid IN ({', '.join('?' * len(chunk))}) AND {cond}",
                 (*chunk, *params),
             )
 
@@ -529,8 +536,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         facts = {
             key: row
             for key, *row in self._by_rowids(
-                "SELECT m.rowid, m.id, m.namespace, m.kind, m.polarity, m.superseded_by, "
-                "m.expires_at FROM memories m NOT INDEXED",
+                "m.rowid, m.id, m.namespace, m.kind, m.polarity, m.superseded_by, m.expires_at",
                 keys,
             )
         }
@@ -566,9 +572,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             if with_vectors:
                 columns += ", v.embedding"
                 joined = "LEFT JOIN vectors v ON v.rowid = m.rowid"
-        rows = self._by_rowids(
-            f"SELECT {columns} FROM memories m NOT INDEXED {joined}", keys, cond, params
-        )
+        rows = self._by_rowids(columns, keys, cond, params, joined)
         if rank_rows is None:
             out.update(rows)
             return out
