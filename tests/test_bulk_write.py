@@ -29,10 +29,16 @@ def _unit(v: np.ndarray) -> np.ndarray:
 Items = list[dict[str, Any]]
 
 
-def _scenario(seed: int) -> tuple[dict[str, list[float]], Items, Items]:
+_POLICIES = ("refuse", "refuse", "reinforce", "keep")
+
+
+def _scenario(
+    seed: int, policies: tuple[str, ...] = _POLICIES
+) -> tuple[dict[str, list[float]], Items, Items]:
     """(vector table, items stored first, the batch): texts around a few topics,
     each a small random step from its topic, so cosines fall on both sides of the
-    0.8 / 0.9 / 0.92 thresholds."""
+    0.8 / 0.9 / 0.92 thresholds; each item's duplicate policy drawn from
+    ``policies``."""
     rng = np.random.default_rng(seed)
     topics = [_unit(rng.standard_normal(DIM)) for _ in range(4)]
     table: dict[str, list[float]] = {}
@@ -51,7 +57,7 @@ def _scenario(seed: int) -> tuple[dict[str, list[float]], Items, Items]:
             out["slot_key"] = f"slot{int(rng.integers(3))}"
         elif roll < 0.16:
             out["kind"] = "guide"
-        out["on_duplicate"] = str(rng.choice(["refuse", "refuse", "reinforce", "keep"]))
+        out["on_duplicate"] = str(rng.choice(policies))
         return out
 
     stored = [item(i, stored=True) for i in range(25)]
@@ -73,9 +79,17 @@ def _state(mem: Memory) -> list[tuple]:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_add_many_decides_like_one_by_one(make_mem: Callable[..., Memory], seed: int) -> None:
-    table, stored, batch = _scenario(seed)
+@pytest.mark.parametrize(
+    ("seed", "policies"),
+    [(1, _POLICIES), (2, _POLICIES), (3, _POLICIES), (4, _POLICIES), (5, ("keep",)),
+     (6, ("keep",))],
+)  # fmt: skip
+def test_add_many_decides_like_one_by_one(
+    make_mem: Callable[..., Memory], seed: int, policies: tuple[str, ...]
+) -> None:
+    """With every policy, and with writes that all keep duplicates (their bulk
+    check looks only at the stored memories of the other polarity)."""
+    table, stored, batch = _scenario(seed, policies)
     one = make_mem("one", embedder=TableEmbedder(table, dimension=DIM))
     bulk = make_mem("bulk", embedder=TableEmbedder(table, dimension=DIM))
     for m in (one, bulk):
@@ -92,8 +106,11 @@ def test_add_many_decides_like_one_by_one(make_mem: Callable[..., Memory], seed:
     assert _state(one) == _state(bulk)
     statuses = {r.status for r in together}
     # the scenario really exercises the paths it claims to
-    assert {"added", "refused"} <= statuses
-    assert statuses & {"superseded", "reinforced", "updated", "merged"}
+    if policies == ("keep",):
+        assert {"added", "superseded"} <= statuses and "refused" not in statuses
+    else:
+        assert {"added", "refused"} <= statuses
+        assert statuses & {"superseded", "reinforced", "updated", "merged"}
 
 
 def test_add_many_bulk_rows_are_complete(make_mem: Callable[..., Memory]) -> None:
@@ -249,3 +266,73 @@ def test_similar_many_reads_each_neighbours_columns(make_mem: Callable[..., Memo
 
 def _pad(v: list[float]) -> list[float]:
     return v + [0.0] * (DIM - len(v))
+
+
+def _polarity_scene(mem: Memory) -> dict[str, str]:
+    """Affirmative and negated memories near the first axis, in two namespaces and
+    in several states (superseded, a guide), and one far away; content -> id."""
+    ids: dict[str, str] = {}
+    for text, user in (
+        ("Bo likes plums", "bo"), ("Bo does not like figs", "bo"), ("Cy likes figs", "cy"),
+        ("Cy never eats plums", "cy"), ("Bo does not like plums", "bo"),
+        ("The ferry is not running", "cy"),
+    ):  # fmt: skip
+        result = mem.add(text, user_id=user, on_duplicate="keep")
+        assert result.id is not None
+        ids[text] = result.id
+    guide = mem.add("Never wash figs before storing them", kind="guide", user_id="bo")
+    assert guide.id is not None
+    ids[guide.memory.content if guide.memory else ""] = guide.id
+    return ids
+
+
+_POLARITY_TABLE = {
+    "Bo likes plums": [1.0, 0.10, 0.0, 0.0],
+    "Bo does not like figs": [1.0, 0.0, 0.12, 0.0],
+    "Cy likes figs": [1.0, 0.0, 0.0, 0.14],
+    "Cy never eats plums": [1.0, 0.16, 0.16, 0.0],
+    "Bo does not like plums": [1.0, 0.11, 0.0, 0.02],
+    "The ferry is not running": [0.0, 1.0, 0.0, 0.0],
+    "Never wash figs before storing them": [1.0, 0.0, 0.2, 0.2],
+    "Bo likes figs after all": [1.0, 0.0, 0.13, 0.0],
+    "Dee does not like pears": [1.0, 0.05, 0.05, 0.05],
+}
+
+
+def test_similar_many_finds_every_memory_of_another_polarity(
+    make_mem: Callable[..., Memory],
+) -> None:
+    """``other_polarity``: every stored memory of another polarity over the bar is
+    in the answer (any namespace, kind or state); one of the write's own polarity
+    is there only as the plain lookup gives it. The answer follows writes made
+    after the first such lookup: a new negation, a negation revised into an
+    affirmation, a deleted one."""
+    mem = make_mem(embedder=TableEmbedder(_POLARITY_TABLE, dimension=DIM))
+    ids = _polarity_scene(mem)
+    query = np.array([_pad([1.0, 0.0, 0.0, 0.0])] * 2)
+    negated_near = {
+        ids[t] for t in ("Bo does not like figs", "Cy never eats plums",
+                         "Bo does not like plums", "Never wash figs before storing them")
+    }  # fmt: skip
+
+    def lookup(polarity: int | None) -> tuple[set[str], set[str]]:
+        plain, apart = mem.store.similar_many(query, 20, 0.9, other_polarity=[None, polarity])
+        assert [n.cosine for n in apart] == sorted((n.cosine for n in apart), reverse=True)
+        plain_ids = {n.id for n in plain}
+        same = {n.id for n in apart if n.polarity == polarity}
+        assert same <= plain_ids  # a memory of the same polarity only as plainly found
+        return {n.id for n in apart if n.polarity != polarity}, plain_ids
+
+    other, plain = lookup(1)
+    assert other == negated_near
+    assert plain == negated_near | {ids["Bo likes plums"], ids["Cy likes figs"]}
+    other, _ = lookup(-1)  # the other way round: the affirmative ones
+    assert other == {ids["Bo likes plums"], ids["Cy likes figs"]}
+
+    added = mem.add("Dee does not like pears", user_id="dee", on_duplicate="keep")
+    revised = mem.revise(ids["Bo does not like figs"], content="Bo likes figs after all")
+    assert revised.memory is not None and revised.memory.polarity == 1
+    mem.delete(ids["Cy never eats plums"])
+    other, _ = lookup(1)
+    assert other == (negated_near | {added.id}) - {ids["Bo does not like figs"],
+                                                    ids["Cy never eats plums"]}  # fmt: skip

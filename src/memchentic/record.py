@@ -47,6 +47,9 @@ KNOWN_TYPES: dict[str, str] = {
 GENERAL_TYPES: tuple[str, ...] = ("semantic", "episodic", "emotional", "reflective")
 TYPE_ALIASES: dict[str, str] = {"procedural": "skill"}
 DEFAULT_TYPE = "semantic"
+#: The polarity of a memory that negates nothing (a negation is -1; a custom
+#: classifier may use other values).
+AFFIRMATIVE = 1
 
 EdgeKind = Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"]
 EDGE_KINDS: tuple[str, ...] = (
@@ -128,7 +131,7 @@ class MemoryRecord:
     confidence: float = 1.0
     reinforcement: int = 1
     importance: float = 0.5
-    polarity: int = 1
+    polarity: int = AFFIRMATIVE
     pinned: bool = False
     created_at: datetime | None = None
     updated_at: datetime | None = None

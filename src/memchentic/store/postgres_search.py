@@ -191,9 +191,18 @@ class PostgresSearch(PgConnections):
             found = self._exact(query, fetch, cond, params)
         return self._rescore(found, k, rows)
 
-    def similar_many(self, vectors: np.ndarray, k: int, min_cosine: float) -> list[list[Neighbour]]:
+    def similar_many(
+        self,
+        vectors: np.ndarray,
+        k: int,
+        min_cosine: float,
+        *,
+        other_polarity: Sequence[int | None] | None = None,
+    ) -> list[list[Neighbour]]:
         """One statement for the whole batch: each vector's ``k`` nearest rows by the
-        HNSW index (or an exact scan in a small store), any namespace or state."""
+        HNSW index (or an exact scan in a small store), any namespace or state, of
+        any polarity (``other_polarity`` is not used: a filter on the graph walk
+        would need a wider search to find as many rows)."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         dimension, total = self._vector_state()
         if not len(queries) or k <= 0:

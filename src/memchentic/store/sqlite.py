@@ -30,7 +30,7 @@ import numpy as np
 
 from ..clock import from_text, to_text
 from ..errors import NotAStoreError, StoreError
-from ..record import Edge, MemoryRecord, Version
+from ..record import AFFIRMATIVE, Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
 from .migrations.sqlite import TOKENIZER, migrate
@@ -108,6 +108,10 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._index: VectorIndex | None = None
+        #: The vectors of the rows whose polarity is not AFFIRMATIVE, beside the
+        #: index it follows (``_index`` when in step): built on first use by the
+        #: bulk write check, synced with it, dropped with it.
+        self._negated: tuple[VectorIndex, VectorIndex] | None = None
         self._index_lock = threading.RLock()
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -463,30 +467,63 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             removed = [k for k, op in latest.items() if op == "delete"]
             upserted = [k for k, op in latest.items() if op == "upsert"]
             index.remove(removed)
-            if len(upserted) == 1:  # the common case: one write since the last search
-                row = self.conn.execute(
-                    "SELECT embedding FROM vectors WHERE rowid = ?", (upserted[0],)
-                ).fetchone()
-                if row is None:
-                    index.remove(upserted)
-                else:
-                    index.upsert(upserted, np.frombuffer(row[0], dtype=np.float32)[None, :])
-                upserted = []
+            negated = self._negated[1] if self._negated and self._negated[0] is index else None
+            if negated is not None:
+                negated.remove(removed)
             for start in range(0, len(upserted), 8192):
                 chunk = upserted[start : start + 8192]
-                rows = self.conn.execute(
-                    f"SELECT rowid, embedding FROM vectors "
-                    f"WHERE rowid IN ({', '.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
-                if rows:
-                    keys = [r[0] for r in rows]
-                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-                    index.upsert(keys, matrix.reshape(len(rows), dim))
+                if len(chunk) == 1:  # the common case: one write since the last search
+                    rows = self.conn.execute(
+                        "SELECT rowid, embedding FROM vectors WHERE rowid = ?", chunk
+                    ).fetchall()
+                else:
+                    rows = self.conn.execute(
+                        f"SELECT rowid, embedding FROM vectors "
+                        f"WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                keys = [r[0] for r in rows]
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+                matrix = matrix.reshape(len(rows), dim)
+                index.upsert(keys, matrix)
                 if len(rows) < len(chunk):
-                    index.remove(list(set(chunk) - {r[0] for r in rows}))
+                    index.remove(list(set(chunk) - set(keys)))
+                if negated is not None:
+                    self._follow_polarity(negated, chunk, keys, matrix)
             index.applied_seq = changes[-1][0]
             return index
+
+    def _follow_polarity(
+        self, negated: VectorIndex, changed: list[int], keys: list[int], matrix: np.ndarray
+    ) -> None:
+        """Bring the negated rows' index up to these changed rows (``keys`` and
+        ``matrix``: the vectors of those still stored)."""
+        found = {r[0] for r in self._by_rowids("m.rowid", keys, f"m.polarity != {AFFIRMATIVE}")}
+        negated.remove([key for key in changed if key not in found])
+        kept = [i for i, key in enumerate(keys) if key in found]
+        if kept:
+            negated.upsert([keys[i] for i in kept], matrix[kept])
+
+    def _negated_index(self) -> VectorIndex | None:
+        """The index of the rows whose polarity is not AFFIRMATIVE, in step with the
+        main index (built from the rows on first use: rows changed since then are
+        replayed from the log with the main index, reading their current state)."""
+        with self._index_lock:
+            index = self._sync_index()
+            if index is None:
+                return None
+            if self._negated is None or self._negated[0] is not index:
+                negated = VectorIndex(index.dimension, exact_below=self.exact_vector_rows)
+                rows = self.conn.execute(
+                    f"SELECT v.rowid, v.embedding FROM memories m "
+                    f"INDEXED BY ix_memories_negated JOIN vectors v ON v.rowid = m.rowid "
+                    f"WHERE m.polarity != {AFFIRMATIVE}"
+                ).fetchall()
+                if rows:
+                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+                    negated.upsert([r[0] for r in rows], matrix.reshape(len(rows), -1))
+                self._negated = (index, negated)
+            return self._negated[1]
 
     def vector_search(
         self,
@@ -526,12 +563,33 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         hits.sort(key=lambda item: (-item[1], item[0]))
         return hits[:k]
 
-    def similar_many(self, vectors: np.ndarray, k: int, min_cosine: float) -> list[list[Neighbour]]:
+    def similar_many(
+        self,
+        vectors: np.ndarray,
+        k: int,
+        min_cosine: float,
+        *,
+        other_polarity: Sequence[int | None] | None = None,
+    ) -> list[list[Neighbour]]:
         index = self._sync_index()
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         if index is None or not len(index) or k <= 0:
             return [[] for _ in range(len(queries))]
-        close = index.search_many(queries, k, min_cosine)
+        # An affirmative write that needs only the rows of another polarity looks
+        # among the negated rows alone (a few in most stores).
+        apart = np.array([p == AFFIRMATIVE for p in other_polarity or ()], dtype=bool)
+        if not apart.any():
+            close = index.search_many(queries, k, min_cosine)
+        else:
+            negated = self._negated_index()
+            assert negated is not None  # the main index exists
+            close = [[] for _ in range(len(queries))]
+            for mask, source in ((apart, negated), (~apart, index)):
+                at = np.flatnonzero(mask)
+                if len(at) and len(source):
+                    for i, hits in zip(at.tolist(), source.search_many(queries[at], k, min_cosine),
+                                       strict=True):  # fmt: skip
+                        close[i] = hits
         keys = list(dict.fromkeys(key for hits in close for key, _ in hits))
         facts = {
             key: row

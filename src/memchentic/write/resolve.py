@@ -186,7 +186,12 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     # Stored memories: one batched lookup; only the close ones are read.
     ctx0 = items[0][0]
     k = ctx0.settings.write_neighbours
-    stored = ctx0.store.similar_many(unit, k, floor)  # with the columns compared below
+    # A write that keeps duplicates is changed only by a contradiction: it needs
+    # the stored memories of another polarity only.
+    other_polarity = [r.polarity if c.on_duplicate == "keep" else None for c, r, _ in items]
+    stored = ctx0.store.similar_many(  # with the columns compared below
+        unit, k, floor, other_polarity=other_polarity
+    )
     out: list[bool] = []
     for i, ((ctx, record, _), near) in enumerate(zip(items, stored, strict=True)):
         if not plain[i] or ruled_out[i]:

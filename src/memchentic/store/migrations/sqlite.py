@@ -211,10 +211,27 @@ def m003_events_and_turns(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_negated_rows(conn: sqlite3.Connection) -> None:
+    """The rows whose polarity is not affirmative, found without a scan (each
+    process keeps an index of their vectors for the bulk write check), and a
+    change of polarity logged as a vector change so those indexes follow it."""
+    run_script(
+        conn,
+        """
+        CREATE INDEX ix_memories_negated ON memories(polarity) WHERE polarity != 1;
+        CREATE TRIGGER memories_polarity_au AFTER UPDATE OF polarity ON memories
+        WHEN old.polarity IS NOT new.polarity BEGIN
+            INSERT INTO vector_log(key, op) VALUES (new.rowid, 'upsert');
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
+    m004_negated_rows,
 ]
 
 
