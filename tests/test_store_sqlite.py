@@ -288,3 +288,37 @@ def test_affirmative_writes_look_only_at_negated_rows_and_follow_every_change(
     finally:
         other.close()
         mem.close()
+
+
+def test_a_thread_of_its_own_copies_bulk_writes_into_the_database_file(db_path: Path) -> None:
+    """Commits leave the WAL checkpoint to the store's checkpoint thread (a writer
+    makes one itself only past the backstop): after a bulk write, once that thread
+    is idle, the rows are in the database file itself, and the writer's own
+    connection never checkpointed them (its threshold is far above this write)."""
+    from memchentic.store.sqlite_checkpoint import BACKSTOP_PAGES
+
+    with Memory(path=db_path, embedder="hash") as mem:
+        conn = mem.store.conn
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
+        before = db_path.stat().st_size
+        wal = db_path.with_name(db_path.name + "-wal")
+        texts = [f"Observation {i}: sensor {i % 7} read {i * 13 % 101} units" for i in range(800)]
+        assert all(r.status == "added" for r in mem.add_many(texts, on_duplicate="keep"))
+        written = wal.stat().st_size
+        assert written < BACKSTOP_PAGES * 4096  # under the backstop: no commit checkpointed
+        assert mem.store.checkpointer.wait_idle(timeout=60)
+        assert mem.store.checkpointer.runs >= 1
+        assert db_path.stat().st_size >= before + written // 2  # the pages were copied in
+        assert len(mem.search("sensor read units", limit=100)) == 100
+    with sqlite3.connect(db_path) as check:  # whole and readable without the WAL
+        assert check.execute("SELECT count(*) FROM memories").fetchone()[0] == 800
+        assert check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_closing_the_store_stops_its_checkpoint_thread(db_path: Path) -> None:
+    mem = Memory(path=db_path, embedder="hash")
+    mem.add_many([f"Reading {i} of the tide gauge was {i * 7 % 31} cm" for i in range(400)])
+    threads = [t for t in threading.enumerate() if t.name == "memchentic-checkpoint"]
+    assert threads
+    mem.close()
+    assert all(not t.is_alive() for t in threads)

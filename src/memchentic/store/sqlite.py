@@ -35,6 +35,7 @@ from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
 from .migrations.sqlite import TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
+from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
 from .sqlite_directory import SQLiteDirectory
 from .sqlite_extra import SQLiteExtras
@@ -114,6 +115,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         self._negated: tuple[VectorIndex, VectorIndex] | None = None
         self._index_lock = threading.RLock()
         self._closed = False
+        self.checkpointer = Checkpointer(self._checkpoint_connection)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._open()
 
@@ -130,6 +132,9 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Checkpoints run on a thread of their own (sqlite_checkpoint): a commit
+            # makes one itself only past this many pages of WAL.
+            conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
             conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: BM25 walks posting lists
             # Reads through a memory map: a search reads a few hundred rows spread over
             # the file, and a mapped page costs no read() call (the WAL still works).
@@ -152,6 +157,10 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         with self._conns_lock:
             self._conns.append(conn)
         return conn
+
+    def _checkpoint_connection(self) -> sqlite3.Connection:
+        """The checkpoint thread's connection (it runs nothing else)."""
+        return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -194,6 +203,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 with contextlib.suppress(OSError, RuntimeError):
                     self._index.save(self._index_path, self.get_meta("index_epoch") or "")
         self._closed = True
+        self.checkpointer.close()
         with self._conns_lock:
             for conn in self._conns:
                 conn.close()
@@ -220,9 +230,11 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 time.sleep(backoff(attempt))
         index = self._index
         seq_at_start = index.applied_seq if index is not None else None
+        changes_at_start = conn.total_changes
         try:
             yield
             conn.execute("COMMIT")
+            self.checkpointer.committed(conn.total_changes - changes_at_start)
         except BaseException:
             if conn.in_transaction:  # SQLite may have rolled back already (disk full)
                 with contextlib.suppress(SQLiteStoreError):
