@@ -238,11 +238,18 @@ def m004_keyword_index_without_pending_list(conn: Any) -> None:
     conn.execute("SELECT gin_clean_pending_list('ix_memories_tsv'::regclass)")
 
 
+def m005_negated_rows(conn: Any) -> None:
+    """The rows whose polarity is not affirmative, found without a scan (the bulk
+    write check of affirmative writes that keep duplicates reads them)."""
+    conn.execute("CREATE INDEX ix_memories_negated ON memories (key) WHERE polarity <> 1")
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
     m004_keyword_index_without_pending_list,
+    m005_negated_rows,
 ]
 
 
