@@ -32,6 +32,7 @@ from ..retrieval.text import query_words
 from .base import MemoryFilter, Neighbour, RankRow
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
+from .vectors import unit_rows
 
 #: HNSW graph degree and build effort: pgvector's degree, twice its build effort
 #: (a graph built one insert at a time needs it: recall@10 0.94 -> 0.98 at 100k).
@@ -247,7 +248,7 @@ class PostgresSearch(PgConnections):
             Neighbour(memory_id, 0.0, namespace, kind, polarity, superseded, utc(expires))
             for _, memory_id, namespace, kind, polarity, superseded, expires in rows
         ]
-        return _unit(matrix), columns
+        return unit_rows(matrix, size), columns
 
     def _similar_many(
         self, queries: np.ndarray, k: int, min_cosine: float
@@ -558,12 +559,6 @@ class PostgresSearch(PgConnections):
         return chosen, window_rows
 
 
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return matrix / norms
-
-
 def _nearest(
     queries: np.ndarray, rows: tuple[np.ndarray, list[Neighbour]], k: int, min_cosine: float
 ) -> list[list[Neighbour]]:
@@ -571,7 +566,7 @@ def _nearest(
     matrix, columns = rows
     if not len(columns):
         return [[] for _ in range(len(queries))]
-    sims = _unit(queries) @ matrix.T
+    sims = unit_rows(queries, matrix.shape[1]) @ matrix.T
     out = []
     for row in sims:
         close = np.flatnonzero(row >= min_cosine)

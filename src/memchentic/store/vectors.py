@@ -109,7 +109,8 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _unit_rows(vectors: np.ndarray, dimension: int) -> np.ndarray:
+def unit_rows(vectors: np.ndarray, dimension: int) -> np.ndarray:
+    """``vectors`` as float32 rows of ``dimension``, each of norm 1 (zero rows stay 0)."""
     matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, dimension)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -143,7 +144,7 @@ def _kmeans(sample: np.ndarray, nlist: int, rng: np.random.Generator) -> np.ndar
         empty = np.flatnonzero(np.bincount(labels, minlength=nlist) == 0)
         if len(empty):
             sums[empty] = sample[rng.choice(len(sample), len(empty), replace=False)]
-        centroids = _unit_rows(sums, sample.shape[1])
+        centroids = unit_rows(sums, sample.shape[1])
     return centroids
 
 
@@ -210,7 +211,7 @@ def _calibrate(
     picks = rng.choice(len(sample), min(len(sample), CALIBRATION_QUERIES), replace=False)
     noise = rng.standard_normal((len(picks), dimension), dtype=np.float32)
     noise *= CALIBRATION_NOISE / math.sqrt(dimension)
-    queries = _unit_rows(sample[picks] + noise, dimension)
+    queries = unit_rows(sample[picks] + noise, dimension)
     stride = -(-len(labels) // CALIBRATION_ROWS)
     if stride > 1:
         starts = np.cumsum([0, *(len(rows) for rows in blocks[:-1])]).tolist()
@@ -572,7 +573,7 @@ class VectorIndex:
         if not len(keys):
             return
         ints = [int(k) for k in keys]
-        unit = _unit_rows(vectors, self.dimension)
+        unit = unit_rows(vectors, self.dimension)
         if len(unit) != len(ints):
             raise ValueError(f"{len(ints)} keys but {len(unit)} vectors")
         if len(set(ints)) != len(ints):
@@ -632,7 +633,7 @@ class VectorIndex:
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest keys with their cosine, best first (exact float32 cosines;
         past ``exact_below`` a key outside the probed lists can be missed)."""
-        query = _unit_rows(vector, self.dimension)[0]
+        query = unit_rows(vector, self.dimension)[0]
         with self._lock:
             size = len(self._lists)
             if size == 0 or k <= 0:
@@ -645,7 +646,7 @@ class VectorIndex:
         """:meth:`search` for each row of ``vectors``, batched into matrix products
         (the same answers, up to float rounding of the dot products); with
         ``min_sim``, only the hits scoring at least that."""
-        queries = _unit_rows(vectors, self.dimension)
+        queries = unit_rows(vectors, self.dimension)
         with self._lock:
             size = len(self._lists)
             if size == 0 or k <= 0 or not len(queries):
@@ -656,7 +657,7 @@ class VectorIndex:
         """Exact top ``k`` among ``keys`` (those present in the index)."""
         if not len(keys) or k <= 0:
             return []
-        query = _unit_rows(vector, self.dimension)[0]
+        query = unit_rows(vector, self.dimension)[0]
         with self._lock:
             found, rows = self._lists.gather(keys)
         if not len(found):

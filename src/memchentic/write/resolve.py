@@ -24,6 +24,7 @@ from ..ids import new_id
 from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
 from ..store.base import MemoryFilter, Neighbour, Store
+from ..store.vectors import unit_rows
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -176,9 +177,7 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     opposite_at, same_at = limits[:, 0], limits[:, 1]
     floor = float(min(opposite_at.min(), same_at.min()))
     matrix = np.stack([np.asarray(v, dtype=np.float32) for _, _, v in items])
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    unit = matrix / norms
+    unit = unit_rows(matrix, matrix.shape[1])
     codes: dict[str, int] = {}
     namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in items])
     polarity = np.array([record.polarity for _, record, _ in items])
