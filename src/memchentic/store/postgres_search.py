@@ -241,9 +241,7 @@ class PostgresSearch(PgConnections):
         )
         if len(rows) > NEGATED_FETCH_ROWS:
             return None
-        matrix = np.zeros((len(rows), size), dtype=np.float32)
-        for j, row in enumerate(rows):
-            matrix[j] = np.asarray(row[0], dtype=np.float32)
+        matrix = np.array([row[0] for row in rows], dtype=np.float32).reshape(len(rows), size)
         columns = [
             Neighbour(memory_id, 0.0, namespace, kind, polarity, superseded, utc(expires))
             for _, memory_id, namespace, kind, polarity, superseded, expires in rows

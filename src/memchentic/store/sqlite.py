@@ -516,10 +516,11 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         if kept:
             negated.upsert([keys[i] for i in kept], matrix[kept])
 
-    def _negated_index(self) -> VectorIndex | None:
-        """The index of the rows whose polarity is not AFFIRMATIVE, in step with the
-        main index (built from the rows on first use: rows changed since then are
-        replayed from the log with the main index, reading their current state)."""
+    def _negated_index(self) -> tuple[VectorIndex, VectorIndex] | None:
+        """The main index, synced, and the index of the rows whose polarity is not
+        AFFIRMATIVE in step with it (built from the rows on first use: rows changed
+        since then are replayed from the log with the main index, reading their
+        current state)."""
         with self._index_lock:
             index = self._sync_index()
             if index is None:
@@ -535,7 +536,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                     matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
                     negated.upsert([r[0] for r in rows], matrix.reshape(len(rows), -1))
                 self._negated = (index, negated)
-            return self._negated[1]
+            return self._negated
 
     def vector_search(
         self,
@@ -583,18 +584,18 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         *,
         other_polarity: Sequence[int | None] | None = None,
     ) -> list[list[Neighbour]]:
-        index = self._sync_index()
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        if index is None or not len(index) or k <= 0:
-            return [[] for _ in range(len(queries))]
         # An affirmative write that needs only the rows of another polarity looks
         # among the negated rows alone (a few in most stores).
         apart = np.array([p == AFFIRMATIVE for p in other_polarity or ()], dtype=bool)
-        if not apart.any():
+        pair = self._negated_index() if apart.any() else None
+        index = pair[0] if pair is not None else self._sync_index()
+        if index is None or not len(index) or k <= 0:
+            return [[] for _ in range(len(queries))]
+        if pair is None:
             close = index.search_many(queries, k, min_cosine)
         else:
-            negated = self._negated_index()
-            assert negated is not None  # the main index exists
+            negated = pair[1]
             close = [[] for _ in range(len(queries))]
             for mask, source in ((apart, negated), (~apart, index)):
                 at = np.flatnonzero(mask)
