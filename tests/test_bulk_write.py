@@ -282,7 +282,7 @@ def _polarity_scene(mem: Memory) -> dict[str, str]:
         ids[text] = result.id
     guide = mem.add("Never wash figs before storing them", kind="guide", user_id="bo")
     assert guide.id is not None
-    ids[guide.memory.content if guide.memory else ""] = guide.id
+    ids["Never wash figs before storing them"] = guide.id
     return ids
 
 
