@@ -8,9 +8,9 @@ queries (rare words, common words, long natural questions) three ways:
   and the small recall-count write each search makes;
 * each stage alone: ``store.keyword_search`` and ``store.vector_search`` with the
   pipeline's candidate count (limit x ``KNN_OVERFETCH_MULTIPLIER``, at least
-  ``SEARCH_CANDIDATE_FLOOR``); and both stages together as a search runs them
-  (with their hits' ranking columns), the part of a search no fusion or ranking
-  work is in;
+  ``SEARCH_CANDIDATE_FLOOR``); and both stages one after the other, with what a
+  search asks them for (their hits' ranking columns), the part of a search no
+  fusion or ranking work is in (on PostgreSQL a search runs the two at once);
 * the reference: an exact brute-force cosine scan in numpy over the same vectors
   (``matrix @ q`` + ``argpartition`` for the top 10).
 
@@ -389,8 +389,8 @@ def run_size(
     vector_s = timed_calls(lambda q: mem.store.vector_search(q[2], fetch, flt))
 
     def stages(q: tuple[str, str, np.ndarray]) -> None:
-        # both stages as a search runs them: with the ranking columns of their hits
-        # (and the keyword hits' vectors or cosines); no fusion, records or writes
+        # both stages with what a search asks them for: the ranking columns of their
+        # hits (and the keyword hits' vectors or cosines); no fusion, records or writes
         mem.store.vector_search(q[2], fetch, flt, {})
         mem.store.keyword_search(q[1], fetch, flt, {}, query_vector=q[2])
 
