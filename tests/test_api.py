@@ -52,6 +52,21 @@ def test_memchentic_home_sets_the_default_store(monkeypatch, tmp_path):
     assert (tmp_path / "home" / "memory.db").exists()
 
 
+def test_default_store_is_under_dot_memchentic_not_the_shell_home(monkeypatch, tmp_path):
+    """Issue 20, item 8: the ``home`` setting matched the shell's ``$HOME`` (environment
+    names match without regard to case), so the default store was ``$HOME/memory.db``."""
+    monkeypatch.delenv("MEMCHENTIC_HOME", raising=False)
+    monkeypatch.delenv("MEMCHENTIC_STORE_URL", raising=False)
+    monkeypatch.delenv("STORE_URL", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert Settings().default_store == str(tmp_path / ".memchentic" / "memory.db")
+    assert Settings(home=tmp_path / "code").home_path == tmp_path / "code"
+    with Memory(embedder="hash") as m:
+        m.add("Stored in the default folder")
+    assert (tmp_path / ".memchentic" / "memory.db").exists()
+    assert not (tmp_path / "memory.db").exists()
+
+
 def test_read_intents_pick_tiers_and_tier_warns(mem: Memory):
     full = "Long body " * 20
     res = mem.add(full, tier_l0="Preview line", tier_l1="Summary paragraph")

@@ -13,7 +13,13 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from .errors import ValidationError
 
@@ -32,6 +38,23 @@ def _env(name: str, default: Any, description: str, **kw: Any) -> Any:
     )
 
 
+#: Fields the environment sets under their prefixed name only. Environment names
+#: match without regard to case, so the field name ``home`` would read the shell's
+#: ``$HOME`` and put the default store at ``$HOME/memory.db`` (issue 20, item 8).
+_PREFIXED_ONLY = {"home": "MEMCHENTIC_HOME"}
+
+
+class _EnvSource(EnvSettingsSource):
+    """The environment, with :data:`_PREFIXED_ONLY` fields read by their prefixed
+    name alone (code still passes ``Settings(home=...)``)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        name = _PREFIXED_ONLY.get(field_name)
+        if name is None:
+            return super().get_field_value(field, field_name)
+        return self.env_vars.get(name if self.case_sensitive else name.lower()), name, False
+
+
 class Settings(BaseSettings):
     """Every tunable of memchentic with its documented default."""
 
@@ -42,8 +65,9 @@ class Settings(BaseSettings):
     # --- locations and components -------------------------------------------------
     home: Path = Field(
         Path("~/.memchentic"),
+        # The environment sets it as MEMCHENTIC_HOME only (see _EnvSource).
         validation_alias=AliasChoices("MEMCHENTIC_HOME", "home"),
-        description="Folder of the default store.",
+        description="Folder of the default store (MEMCHENTIC_HOME; default ~/.memchentic).",
     )
     store_url: str | None = _env("STORE_URL", None, "Store path or URL; default: <home>/memory.db.")
     embedder: str | None = _env(
@@ -292,6 +316,17 @@ class Settings(BaseSettings):
     max_tags: int = _env("MAX_TAGS", 64, "Tags per memory.", ge=0)
     max_metadata_bytes: int = _env("MAX_METADATA_BYTES", 64 * 1024, "Metadata JSON size.", ge=2)
     default_user_id: str = _env("DEFAULT_USER_ID", "default", "User of writes that name no scope.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _EnvSource(settings_cls), dotenv_settings, file_secret_settings
 
     @property
     def home_path(self) -> Path:
