@@ -104,6 +104,30 @@ def test_gc_deletes_long_expired_and_decayed_and_reports(make_mem):
         m.close()
 
 
+def test_gc_collects_a_weak_memory_as_soon_as_it_decays_under_the_floor(mem: Memory):
+    """Issue 20, item 9: the gc pre-filter assumed confidence 1, so a memory of
+    confidence 0.06 (floor 0.05, half-life 30 days: under the floor after 7.9 idle
+    days) was collected only after about 130 idle days."""
+    weak = mem.add("barely trusted rumour", created_at=T0, now=T0, confidence=0.06, ttl_days=400)
+    half = mem.add("half trusted note", created_at=T0, now=T0, confidence=0.5, ttl_days=400)
+    strong = mem.add("fully trusted note", created_at=T0, now=T0, confidence=1.0, ttl_days=400)
+    # day 5: 0.06 x 2^(-5/30) = 0.053, above the floor; nothing is due
+    assert mem.gc(now=T0 + timedelta(days=5), dry_run=True)["decayed"] == []
+    # day 10: 0.047 < 0.05
+    assert mem.gc(now=T0 + timedelta(days=10), dry_run=True)["decayed"] == [weak.id]
+    # 0.5 is under the floor after 99.7 days, 1.0 after 129.7 days
+    assert mem.gc(now=T0 + timedelta(days=95), dry_run=True)["decayed"] == [weak.id]
+    assert set(mem.gc(now=T0 + timedelta(days=105), dry_run=True)["decayed"]) == {
+        weak.id, half.id,
+    }  # fmt: skip
+    assert set(mem.gc(now=T0 + timedelta(days=131), dry_run=True)["decayed"]) == {
+        weak.id, half.id, strong.id,
+    }  # fmt: skip
+    report = mem.gc(now=T0 + timedelta(days=10))
+    assert report["decayed"] == [weak.id] and report["deleted"] == 1
+    assert {r.id for r in mem.list(include_expired=True, now=T0)} == {half.id, strong.id}
+
+
 def test_improve_does_not_reset_age_but_revise_does(mem: Memory):
     res = mem.add("Wendy manages the data team", created_at=T0, now=T0)
     improved = mem.improve(res.id, confidence=0.4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime
 
 from .clock import age_days, days
@@ -68,8 +69,32 @@ def decayed_confidence(
     return confidence * math.exp(-math.log(2) / half_life_days * age)
 
 
-def decay_floor_age_days(settings: Settings) -> float:
-    """Smallest age at which even confidence 1 decays under the floor (gc pre-filter)."""
-    if settings.memory_decay_floor <= 0:
-        return math.inf
-    return settings.memory_decay_half_life_days * math.log2(1.0 / settings.memory_decay_floor)
+@dataclass(frozen=True)
+class DecayScan:
+    """The gc pre-filter for decay: a memory idle for less than
+    ``days_per_confidence x (confidence - floor)`` days at ``now`` cannot have
+    decayed under the floor, so storage need not return it.
+
+    The exact rule is ``confidence x 2^(-idle / half_life) < floor``, that is
+    ``idle > half_life x log2(confidence / floor)``. ``log2`` is concave, so its chord
+    between the floor and confidence 1 lies under it: the pre-filter is linear in the
+    confidence (core SQL on both backends), never misses a due memory, is exact at
+    confidence 1 and lets through some memories of lower confidence a little early,
+    which the exact check then keeps (issue 20, item 9: the pre-filter used to assume
+    confidence 1 for every memory)."""
+
+    now: datetime
+    floor: float
+    days_per_confidence: float
+
+
+def decay_scan(settings: Settings, now: datetime) -> DecayScan | None:
+    """The :class:`DecayScan` of these settings; None when nothing decays under the
+    floor (a floor of 0)."""
+    floor = settings.memory_decay_floor
+    if floor <= 0:
+        return None
+    if floor >= 1:  # every memory below confidence 1 is under the floor from the start
+        return DecayScan(now, floor, 0.0)
+    slope = settings.memory_decay_half_life_days * math.log2(1.0 / floor) / (1.0 - floor)
+    return DecayScan(now, floor, slope)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import days
 from .errors import NotFoundError
-from .lifetime import decay_floor_age_days, decayed_confidence
+from .lifetime import decay_scan, decayed_confidence
 
 if TYPE_CHECKING:
     from .embed import Embedder
@@ -27,10 +27,8 @@ def gc(mem: Memory, now: datetime, *, dry_run: bool = False) -> dict[str, Any]:
     ``revise`` brought it back meanwhile)."""
     s = mem.settings
     expired_before = now - days(s.memory_gc_retention_days)
-    floor_age = decay_floor_age_days(s)
-    decay_cutoff = now - days(floor_age) if floor_age != float("inf") else None
     found: dict[str, list[str]] = {"expired": [], "decayed": []}
-    for record in mem.store.gc_candidates(expired_before, decay_cutoff):
+    for record in mem.store.gc_candidates(expired_before, decay_scan(s, now)):
         reason = _gc_reason(mem, record, now, expired_before)
         if reason is not None:
             found[reason].append(record.id)

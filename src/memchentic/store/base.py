@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..access.model import Grant, Identity, Membership, Team
+from ..lifetime import DecayScan
 from ..record import Edge, Event, MemoryRecord, Turn, Version
 
 
@@ -450,10 +451,12 @@ class Store(ABC):
 
     @abstractmethod
     def gc_candidates(
-        self, expired_before: datetime, decay_cutoff: datetime | None
+        self, expired_before: datetime, decay: DecayScan | None
     ) -> list[MemoryRecord]:
         """Rows expired before ``expired_before``, and non-permanent unpinned rows
-        last used before ``decay_cutoff`` (decayed confidence under the floor)."""
+        whose last use (update or recall) is at least ``decay.days_per_confidence x
+        (confidence - decay.floor)`` days before ``decay.now`` (those that may have
+        decayed under the floor; the caller checks each exactly)."""
 
     # --- integrity and backup (not abstract: every backend gets these defaults) -------
     def check(self) -> dict[str, Any]:

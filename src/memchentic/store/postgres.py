@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StoreError
+from ..lifetime import DecayScan
 from ..record import Edge, MemoryRecord, Version
 from .base import MemoryFilter, RankRow, Store, StoreStats
 from .postgres_check import PostgresCheck
@@ -384,14 +385,15 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
         yield from (row_to_version(r) for r in rows)
 
     def gc_candidates(
-        self, expired_before: datetime, decay_cutoff: datetime | None
+        self, expired_before: datetime, decay: DecayScan | None
     ) -> list[MemoryRecord]:
         sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.expires_at <= %s"
         params: list[Any] = [expired_before]
-        if decay_cutoff is not None:
+        if decay is not None:
             sql += (
-                " OR (m.expires_at IS NOT NULL AND NOT m.pinned AND "
-                "GREATEST(m.updated_at, m.last_recalled_at) <= %s)"
+                " OR (m.expires_at IS NOT NULL AND NOT m.pinned AND EXTRACT(EPOCH FROM "
+                "%s::timestamptz - GREATEST(m.updated_at, m.last_recalled_at))::float8 "
+                ">= %s::float8 * 86400 * (m.confidence - %s::float8))"
             )
-            params.append(decay_cutoff)
+            params += [decay.now, decay.days_per_confidence, decay.floor]
         return [row_to_record(r) for r in self._rows(sql, params)]

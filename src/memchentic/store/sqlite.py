@@ -30,6 +30,7 @@ import numpy as np
 
 from ..clock import from_text, to_text
 from ..errors import NotAStoreError, StoreError
+from ..lifetime import DecayScan
 from ..record import AFFIRMATIVE, Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
@@ -1070,14 +1071,15 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         yield from (row_to_version(r) for r in rows)
 
     def gc_candidates(
-        self, expired_before: datetime, decay_cutoff: datetime | None
+        self, expired_before: datetime, decay: DecayScan | None
     ) -> list[MemoryRecord]:
         sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.expires_at <= ?"
         params: list[Any] = [to_text(expired_before)]
-        if decay_cutoff is not None:
+        if decay is not None:  # julianday: days, a core function (no math extension)
             sql += (
-                " OR (m.expires_at IS NOT NULL AND m.pinned = 0 AND "
-                "MAX(m.updated_at, COALESCE(m.last_recalled_at, '')) <= ?)"
+                " OR (m.expires_at IS NOT NULL AND m.pinned = 0 AND julianday(?) - "
+                "julianday(MAX(m.updated_at, COALESCE(m.last_recalled_at, ''))) "
+                ">= ? * (m.confidence - ?))"
             )
-            params.append(to_text(decay_cutoff))
+            params += [to_text(decay.now), decay.days_per_confidence, decay.floor]
         return [row_to_record(r) for r in self.conn.execute(sql, params)]
