@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import typer
 from click.testing import Result
 from typer.testing import CliRunner
 
+from memchentic import Memory
 from memchentic.cli import RRF_SIGNALS, app
 
 #: Settings read from the environment that would change what these tests see.
@@ -198,6 +200,18 @@ def test_near_duplicate_is_refused_with_the_existing_id(db: Path) -> None:
 
 
 # --- get, list, revise, delete, history --------------------------------------------------
+
+
+def test_get_of_an_expired_memory_does_not_revive_it(db: Path) -> None:
+    """Issue 20, item 10: ``memchentic get`` slid an expired memory's expiry."""
+    then = datetime(2026, 1, 1, tzinfo=UTC)
+    with Memory(store=str(db), embedder="hash") as m:
+        memory_id = m.add("Yuri's guest wifi code", created_at=then, now=then, ttl_days=3).id
+    assert jcli(db, "get", memory_id)["content"] == "Yuri's guest wifi code"
+    with Memory(store=str(db), embedder="hash") as m:
+        record = m.get(memory_id, touch=False)
+        assert (record.expires_at, record.recall_count) == (then + timedelta(days=3), 0)
+        assert m.list() == []
 
 
 def test_get_list_revise_delete_history_round_trip(db: Path) -> None:

@@ -76,6 +76,28 @@ def test_expired_leaves_list_and_search_get_opens_revise_revives(mem: Memory):
     assert [h.id for h in mem.search("visa application")] == [res.id]
 
 
+def test_opening_or_listing_an_expired_memory_does_not_revive_it(mem: Memory):
+    """Issue 20, item 10: ``get`` and ``search(include_expired=True)`` slid the expiry
+    of an expired memory (and so brought it back into search). Looking at it changes
+    nothing: neither its expiry nor its recall count; ``revise`` revives it."""
+    res = mem.add("Xena's parking permit for lot B", created_at=T0, now=T0, ttl_days=5)
+    live = mem.add("Xena's parking permit for lot C", created_at=T0, now=T0, ttl_days=500)
+    later = T0 + timedelta(days=30)
+    expired = mem.get(res.id, touch=False)
+    assert expired.expires_at == T0 + timedelta(days=5)
+    assert mem.get(res.id, now=later).id == res.id  # opens it...
+    hits = mem.search("parking permit", include_expired=True, now=later)
+    assert res.id in {h.id for h in hits}  # ...lists it...
+    after = mem.get(res.id, touch=False)
+    assert (after.expires_at, after.recall_count, after.last_recalled_at) == (
+        expired.expires_at, 0, None,
+    )  # fmt: skip  ...and leaves it expired
+    assert [h.id for h in mem.search("parking permit", now=later)] == [live.id]
+    assert mem.get(live.id, touch=False).recall_count == 1  # a live one still counts
+    mem.revise(res.id, "Xena's parking permit for lot B was renewed", now=later)
+    assert res.id in {h.id for h in mem.search("parking permit", now=later)}
+
+
 def test_gc_deletes_long_expired_and_decayed_and_reports(make_mem):
     s = Settings(memory_gc_retention_days=30)
     m = make_mem(settings=s)

@@ -36,6 +36,7 @@ from .ids import new_id
 from .learn.mixin import LearnMixin
 from .lifetime import (
     initial_expiry,
+    is_expired,
     renewed_expiry,
     should_count_recall,
 )
@@ -658,9 +659,15 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         ]  # fmt: skip
 
     def _touch(self, records: Sequence[MemoryRecord], now: datetime) -> None:
-        """Count a recall (debounced) and slide the expiry of each returned memory."""
+        """Count a recall (debounced) and slide the expiry of each returned memory.
+
+        An expired memory is left as it is: opening or listing it (``get``,
+        ``include_expired=True``) neither revives it nor counts as a use; only
+        ``revise`` brings it back (DESIGN section 6; issue 20, item 10)."""
         updates = []
         for r in records:
+            if is_expired(r.expires_at, now):
+                continue
             if not should_count_recall(r.last_recalled_at, now, self.settings):
                 continue
             expires = renewed_expiry(r.expires_at, r.created_at or now, now, self.settings)
