@@ -4,11 +4,14 @@
 
     MemchenticError                  root; ``str()`` is a message fit for a user
     ├── ValidationError              bad input: carries ``field`` and ``rule``
-    │   └── NamespaceError           malformed or unknown namespace
+    │   ├── NamespaceError           malformed or unknown namespace
+    │   └── LimitError               more work than a limit allows: names the ``setting``
     ├── NotFoundError                no such memory (or one the caller cannot see)
     ├── ForbiddenError               the caller sees the memory but may not change it
     ├── StoreError                   the store cannot be opened or used
     │   ├── NotAStoreError           the file is not a memchentic store
+    │   ├── SchemaTooNewError        the store was written by a newer memchentic
+    │   ├── StoreCorruptError        the store's file is damaged (names the file)
     │   └── EmbedderMismatchError    the store was built with another embedder
     ├── EmbedderError                the embedder failed or is unavailable
     ├── AuthError                    the server refused the API key (HTTP 401)
@@ -54,6 +57,25 @@ class NamespaceError(ValidationError):
     code = "invalid_namespace"
 
 
+class LimitError(ValidationError):
+    """A call that asks for more work than a limit allows (lines per ``learn``, writes
+    per call); ``setting`` names the setting that sets it, ``limit`` its value. The
+    HTTP API answers 413."""
+
+    code = "limit_exceeded"
+
+    def __init__(
+        self, field: str, setting: str, limit: int, got: int, what: str = "items"
+    ) -> None:
+        self.setting = setting
+        self.limit = limit
+        rule = f"at most {limit} {what} per call ({setting}), got {got}"
+        super().__init__(field, rule)
+
+    def to_dict(self) -> dict[str, str]:
+        return {**super().to_dict(), "setting": self.setting, "limit": str(self.limit)}
+
+
 class NotFoundError(MemchenticError, KeyError):
     """No memory with that id, or one the caller may not see (same answer)."""
 
@@ -87,6 +109,19 @@ class NotAStoreError(StoreError):
     """The file exists but is not a memchentic store."""
 
     code = "not_a_store"
+
+
+class SchemaTooNewError(StoreError):
+    """The store's schema is newer than this code knows: opening it is refused
+    (before anything is written), never downgraded or written to."""
+
+    code = "schema_too_new"
+
+
+class StoreCorruptError(StoreError):
+    """The store's file is damaged (a malformed page); the message names the file."""
+
+    code = "store_corrupt"
 
 
 class EmbedderMismatchError(StoreError):

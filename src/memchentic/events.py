@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import validation as check
 from .clock import utcnow
 from .errors import ValidationError
 from .ids import new_id
@@ -155,6 +156,7 @@ class EventBus:
         types: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[Event]:
+        since = check.optional_identifier(since, "since")
         namespaces = self.access.readable(principal, None)
         wanted = check_types(types)
         return self.store.events(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -176,7 +177,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         kind, _, key = name.partition(":") if ":" in name else ("user", "", name)
         if kind not in ("user", "agent"):
             raise ValidationError("identity", "must be NAME, user:NAME or agent:NAME")
-        return kind, key
+        return kind, check.identifier(key, "identity")
 
     def __enter__(self) -> Memory:
         return self
@@ -206,9 +207,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
 
     def _visible(self, memory_id: str) -> MemoryRecord:
         """The memory, or NotFoundError: also when the caller may not read it."""
-        if not isinstance(memory_id, str) or not memory_id:
-            raise ValidationError("id", "must be a non-empty string")
-        record = self.store.get(memory_id)
+        record = self.store.get(check.identifier(memory_id, "id"))
         if record is None or not self.access.can_read(self.principal, record.namespace):
             raise NotFoundError(memory_id)
         return record
@@ -250,13 +249,20 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         self, items: Iterable[str | Mapping[str, Any]], **common: Any
     ) -> builtins.list[WriteResult]:
         """Remember several memories with one batched embedding call; each item is a
-        string or a mapping of :meth:`add` options (``common`` applies to all)."""
+        string or a mapping of :meth:`add` options (``common`` applies to all); at most
+        ``MAX_WRITES_PER_CALL`` items (else :class:`LimitError`, nothing written)."""
+        items = list(items)
+        check.within(len(items), self.settings.max_writes_per_call, "items",
+                     "MAX_WRITES_PER_CALL", "writes")  # fmt: skip
         prepared: list[_Prepared] = []
         policies: list[str | None] = []
         linking: list[bool] = []
         scopes: dict[tuple[Any, ...], Any] = {}  # access answers, once per call
         for item in items:
             options = {**common, **({"content": item} if isinstance(item, str) else item)}
+            check.options(options, ADD_OPTIONS, "add")
+            if "content" not in options:
+                raise ValidationError("content", "is required")
             policies.append(options.pop("on_duplicate", None))
             linking.append(bool(options.pop("auto_edges", False)))
             prepared.append(self._prepare(**options, _scopes=scopes))
@@ -523,8 +529,26 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if content is not None:
             updates["content"] = check.content(content, s)
         new = replace(old, **updates)
+        if new.type != old.type:
+            new = self._retyped(old, new)
         if self._apply_secret_policy(new, s.secret_policy) is not None:
             raise ValidationError("content", "must not contain secrets (keys, passwords, tokens)")
+        return new
+
+    def _retyped(self, old: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        """A change of type is a write of the new type, under the rules of ``add``: only
+        a group's admins write its ``charter``, and a group has one (issue 20, item 3)."""
+        if not self.access.can_write(self.principal, old.namespace, new.type):
+            raise NamespaceError("type", f"you cannot write {new.type} memories here")
+        if new.type == CHARTER_TYPE:
+            current = self.store.find_slot(old.namespace, CHARTER_TYPE)
+            if current is not None and current.id != old.id:
+                raise ValidationError(
+                    "type", f"the group already has a charter ({current.id}); revise that one"
+                )
+            return replace(new, slot_key=CHARTER_TYPE)
+        if old.type == CHARTER_TYPE and old.slot_key == CHARTER_TYPE:
+            return replace(new, slot_key=None)  # no longer the group's charter
         return new
 
     def delete(
@@ -560,7 +584,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
 
     def history(self, memory_id: str) -> builtins.list[Version]:
         """Every version of a memory, oldest first (a deleted memory keeps its tombstone)."""
-        if self.store.get(memory_id) is not None:
+        if self.store.get(check.identifier(memory_id, "id")) is not None:
             self._visible(memory_id)
         versions = self.store.versions(memory_id)
         if not versions:
@@ -695,9 +719,20 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         return import_jsonl(self, source, **kwargs)
 
     def reindex(self, **kwargs: Any) -> int:
+        """Re-embed every memory of the store (trusted local principal only)."""
+        if not self.principal.trusted:
+            raise ValidationError("principal", "only the trusted local principal can reindex")
         from .maintenance import reindex
 
         return reindex(self, **kwargs)
+
+
+#: The options :meth:`Memory.add` knows (an unknown one is a ValidationError
+#: listing these, not a TypeError naming ``_prepare``).
+ADD_OPTIONS = frozenset(
+    {*inspect.signature(Memory._prepare).parameters, "on_duplicate", "auto_edges"}
+    - {"self", "_scopes"}
+)
 
 
 def _memory_of(cand: Candidate) -> MemoryRecord:

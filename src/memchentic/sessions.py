@@ -120,9 +120,9 @@ class ExtractiveSummarizer:
 def check_session_id(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("session_id", "must be a non-empty string")
-    if len(value) > MAX_SESSION_ID_CHARS or "\x00" in value:
+    if len(value) > MAX_SESSION_ID_CHARS:
         raise ValidationError("session_id", f"at most {MAX_SESSION_ID_CHARS} characters")
-    return value
+    return check.identifier(value, "session_id")  # no NUL or other control characters
 
 
 def resolve_session_id(mem: Memory, session_id: str | None, user_id: str | None) -> str:
@@ -175,6 +175,7 @@ class SessionMixin:
         mem = as_memory(self)
         if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS:
             raise ValidationError("role", f"must be a non-empty string of <= {MAX_ROLE_CHARS}")
+        check.identifier(role, "role")
         text = check.content(content, mem.settings)
         if mem.settings.secret_policy != "allow":
             found = find_secrets(text)

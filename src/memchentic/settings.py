@@ -302,6 +302,22 @@ class Settings(BaseSettings):
     server_events_poll_seconds: float = _env(
         "SERVER_EVENTS_POLL_SECONDS", 0.5, "How often /v1/events looks for new events.", gt=0
     )
+    server_events_key_recheck_seconds: float = _env(
+        "SERVER_EVENTS_KEY_RECHECK_SECONDS",
+        5.0,
+        "An open event stream re-checks its key (or console session) this often while idle, "
+        "and before each batch it delivers; it ends once the key is revoked.",
+        gt=0,
+    )
+    server_console_session_hours: float = _env(
+        "SERVER_CONSOLE_SESSION_HOURS", 12.0, "A console sign-in lasts this long at most.", gt=0
+    )
+    server_console_sessions_per_key: int = _env(
+        "SERVER_CONSOLE_SESSIONS_PER_KEY",
+        20,
+        "Console sessions kept per API key; a new sign-in ends the oldest beyond this.",
+        ge=1,
+    )
 
     # --- limits ----------------------------------------------------------------------
     max_content_bytes: int = _env(
@@ -315,6 +331,38 @@ class Settings(BaseSettings):
     )
     max_tags: int = _env("MAX_TAGS", 64, "Tags per memory.", ge=0)
     max_metadata_bytes: int = _env("MAX_METADATA_BYTES", 64 * 1024, "Metadata JSON size.", ge=2)
+    max_metadata_depth: int = _env(
+        "MAX_METADATA_DEPTH",
+        32,
+        "Deepest nesting of objects and lists in metadata (memory, edge and turn metadata).",
+        ge=1,
+        le=200,
+    )
+    slot_history_max_entries: int = _env(
+        "SLOT_HISTORY_MAX_ENTRIES",
+        20,
+        "Replaced values a slot keeps in metadata['history'] (oldest dropped; versions keep all).",
+        ge=0,
+    )
+    slot_history_max_bytes: int = _env(
+        "SLOT_HISTORY_MAX_BYTES",
+        16 * 1024,
+        "JSON size of a slot's metadata['history'] (also within MAX_METADATA_BYTES).",
+        ge=0,
+    )
+    max_writes_per_call: int = _env(
+        "MAX_WRITES_PER_CALL",
+        1000,
+        "Writes one call (one HTTP request) may make: add_many items, manage operations, "
+        "memories one learn writes.",
+        ge=1,
+    )
+    learn_max_lines: int = _env(
+        "LEARN_MAX_LINES", 500, "Lines (all messages together) one learn call reads.", ge=1
+    )
+    learn_max_chars: int = _env(
+        "LEARN_MAX_CHARS", 128 * 1024, "Characters (all messages) one learn call reads.", ge=1
+    )
     default_user_id: str = _env("DEFAULT_USER_ID", "default", "User of writes that name no scope.")
 
     @classmethod

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .errors import ValidationError
+from .errors import LimitError, ValidationError
 from .record import KINDS
 from .settings import Settings
 
 MAX_TAG_CHARS = 128
 MAX_SHORT_TEXT_CHARS = 1024
+#: Longest id, cursor or entity name (ULIDs are 26; imported ids may be longer).
+MAX_KEY_CHARS = 256
+#: C0 control characters (NUL among them) and DEL: never part of an id, a cursor or
+#: an entity name. PostgreSQL cannot store NUL in text at all, so a NUL that got
+#: as far as a query would fail there and nowhere else.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _encodable(value: str, field: str) -> str:
@@ -91,6 +98,7 @@ def metadata(value: Any, settings: Settings) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise ValidationError("metadata", "must be a JSON object (a dict)")
+    nesting(value, "metadata", settings)
     try:
         text = _encodable(json.dumps(dict(value), ensure_ascii=False, allow_nan=False), "metadata")
     except (TypeError, ValueError, RecursionError) as exc:
@@ -98,6 +106,41 @@ def metadata(value: Any, settings: Settings) -> dict[str, Any]:
     if len(text.encode("utf-8", errors="surrogatepass")) > settings.max_metadata_bytes:
         raise ValidationError("metadata", f"must be at most {settings.max_metadata_bytes} bytes")
     return json.loads(text)
+
+
+def within(count: int, limit: int, field: str, setting: str, what: str = "items") -> None:
+    """Refuse a call that asks for more than ``limit`` (the value of ``setting``)."""
+    if count > limit:
+        raise LimitError(field, setting, limit, count, what)
+
+
+def nesting(value: Any, field: str, settings: Settings | None) -> None:
+    """Refuse objects and lists nested deeper than ``MAX_METADATA_DEPTH``, or holding
+    more values than ``MAX_METADATA_BYTES`` (each takes at least a byte of JSON),
+    before any recursive work: serialising, copying or scanning a value 500 deep
+    would exhaust Python's stack (a ``RecursionError`` after seconds of CPU)."""
+    fields = Settings.model_fields
+    depth_limit = int(
+        settings.max_metadata_depth if settings else fields["max_metadata_depth"].default
+    )
+    size_limit = int(
+        settings.max_metadata_bytes if settings else fields["max_metadata_bytes"].default
+    )
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > depth_limit:
+            raise ValidationError(
+                field, f"must be nested at most {depth_limit} deep (MAX_METADATA_DEPTH)"
+            )
+        children = node.values() if isinstance(node, Mapping) else node
+        for child in children:
+            seen += 1
+            if seen > size_limit:
+                raise ValidationError(field, f"must be at most {size_limit} bytes")
+            if isinstance(child, Mapping | list | tuple):
+                stack.append((child, depth + 1))
 
 
 def limit(value: Any, settings: Settings) -> int:
@@ -146,7 +189,7 @@ def entities(value: Any) -> list[str] | None:
         raise ValidationError("entities", "must be a list of strings")
     if not all(isinstance(e, str) and e.strip() for e in value):
         raise ValidationError("entities", "each entity must be a non-empty string")
-    return [_encodable(e.strip(), "entities") for e in value]
+    return [identifier(e.strip(), "entities") for e in value]
 
 
 def whole(value: Any, field: str, minimum: int = 0, maximum: int = 2**62) -> int:
@@ -156,12 +199,16 @@ def whole(value: Any, field: str, minimum: int = 0, maximum: int = 2**62) -> int
     return value
 
 
-def json_object(value: Any, field: str, *, optional: bool = False) -> dict[str, Any] | None:
-    """A JSON object (a dict that serialises, valid Unicode), or None when ``optional``."""
+def json_object(
+    value: Any, field: str, *, optional: bool = False, settings: Settings | None = None
+) -> dict[str, Any] | None:
+    """A JSON object (a dict that serialises, valid Unicode, nested at most
+    ``MAX_METADATA_DEPTH`` deep), or None when ``optional``."""
     if value is None and optional:
         return None
     if not isinstance(value, Mapping):
         raise ValidationError(field, "must be a JSON object")
+    nesting(value, field, settings)
     try:
         _encodable(json.dumps(dict(value), ensure_ascii=False, allow_nan=False), field)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -169,9 +216,30 @@ def json_object(value: Any, field: str, *, optional: bool = False) -> dict[str, 
     return dict(value)
 
 
-def identifier(value: Any, field: str) -> str:
-    """A non-empty id string (at most 256 characters)."""
-    text = optional_text(value, field, 256)
-    if text is None or not text.strip():
+def identifier(value: Any, field: str = "id") -> str:
+    """An id, a cursor or a name to look up: a non-empty string of at most
+    ``MAX_KEY_CHARS`` characters without control characters (NUL, newline, DEL...).
+    Every method that looks something up by a caller's string checks it here first,
+    on every backend alike."""
+    if not isinstance(value, str) or not value.strip():
         raise ValidationError(field, "must be a non-empty string")
-    return text
+    if len(value) > MAX_KEY_CHARS:
+        raise ValidationError(field, f"must be at most {MAX_KEY_CHARS} characters")
+    if _CONTROL.search(value):
+        raise ValidationError(field, "must not contain control characters (NUL, newline, ...)")
+    return _encodable(value, field)
+
+
+def optional_identifier(value: Any, field: str) -> str | None:
+    """:func:`identifier`, or None."""
+    return None if value is None else identifier(value, field)
+
+
+def options(given: Collection[str], allowed: Collection[str], what: str) -> None:
+    """Refuse an option ``what`` does not know, naming it and listing the valid ones
+    (instead of a ``TypeError`` naming an internal function)."""
+    unknown = sorted(str(name) for name in given if name not in allowed)
+    if unknown:
+        raise ValidationError(
+            unknown[0], f"is not an option of {what}; valid: {', '.join(sorted(allowed))}"
+        )

@@ -4,16 +4,25 @@ The trusted local principal may do everything. An identity may create groups
 (it becomes their admin), manage the groups and orgs it administers, and grant
 or revoke reads of the federated namespaces it is the source of. Targets the
 caller cannot see answer like targets that do not exist.
+
+Membership is consented to: when an identity names another as a member or
+admin of a team (at creation or with :meth:`Directory.add_member`), that one is
+only invited, and joins when it accepts (:meth:`Directory.accept`); until then it
+sees nothing of the team and the team's memories never reach it. Only the
+trusted principal adds members directly. An identity is never told whether the
+identity it named exists: naming an unknown one answers exactly like naming a
+known one (nothing is stored for it).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import validation as check
 from ..clock import utcnow
 from ..errors import ValidationError
 from ..ids import new_id
-from .model import IDENTITY_KINDS, ROLES, Grant, Identity, Membership, Team
+from .model import IDENTITY_KINDS, ROLES, Grant, Identity, Invitation, Membership, Team
 from .namespaces import check_identifier, parse_namespace
 from .policy import AccessPolicy, Principal
 
@@ -42,14 +51,29 @@ class Directory:
         if not self.principal.trusted:
             raise ValidationError("principal", f"only the trusted local principal can {what}")
 
-    def _identity(self, key: str, field: str = "identity") -> Identity:
+    def _lookup(self, key: str, field: str = "identity") -> Identity | None:
+        """The identity ``key`` names, or None; only a malformed key is an error."""
+        if not isinstance(key, str) or not key:
+            raise ValidationError(field, "must be NAME, user:NAME or agent:NAME")
         kind, _, name = key.partition(":") if ":" in key else ("", "", key)
         if kind and kind not in IDENTITY_KINDS:
             raise ValidationError(field, "must be NAME, user:NAME or agent:NAME")
-        found = self.store.find_identity(name, kind or None)
+        return self.store.find_identity(check.identifier(name, field), kind or None)
+
+    def _identity(self, key: str, field: str = "identity") -> Identity:
+        """The identity ``key`` names; an unknown one is an error (trusted callers only:
+        others must not learn which identities exist)."""
+        found = self._lookup(key, field)
         if found is None:
             raise ValidationError(field, f"unknown identity: {key}")
         return found
+
+    def _caller(self, what: str) -> Identity:
+        """The calling identity (the trusted principal is none)."""
+        identity = None if self.principal.trusted else self.policy.scope(self.principal).identity
+        if identity is None:
+            raise ValidationError("principal", f"only an identity can {what}")
+        return identity
 
     def _team(self, team: str, *, admin: bool) -> Team:
         kind, key = _team_ref(team)
@@ -103,6 +127,8 @@ class Directory:
 
     def identities(self, kind: str | None = None) -> list[Identity]:
         """Every identity (trusted), or the caller and the members of its teams."""
+        if kind is not None and kind not in IDENTITY_KINDS:
+            raise ValidationError("kind", "must be 'user' or 'agent'")
         if self.principal.trusted:
             return self.store.list_identities(kind)
         scope = self.policy.scope(self.principal)
@@ -128,26 +154,48 @@ class Directory:
         return self._create_team("org", name, admins or [], members or [])
 
     def _create_team(self, kind: str, name: str, admins: list[str], members: list[str]) -> Team:
+        """The trusted principal adds ``admins`` and ``members`` at once; an identity
+        becomes the admin and only invites the others."""
         check_identifier("name", name)
+        if not self.principal.trusted:
+            return self._create_team_as_identity(kind, name, admins, members)
         with self.store.write():
             if self.store.find_team(kind, name) is not None:
                 raise ValidationError("name", f"a {kind} named {name} already exists")
             admin_ids = [self._identity(a, "admins").id for a in admins]
             member_ids = [self._identity(m, "members").id for m in members]
-            if not self.principal.trusted:
-                creator = self.policy.scope(self.principal).identity
-                if creator is None:
-                    raise ValidationError("principal", "unknown identity")
-                admin_ids.append(creator.id)
             if not admin_ids:
                 raise ValidationError("admins", f"a {kind} needs at least one admin")
-            taken = self.store.find_team(kind, name) is not None
-            team = Team(self._free_id(name, taken), kind, name, utcnow())
-            self.store.save_team(team)
+            team = self._new_team(kind, name)
             for identity_id in member_ids:
                 self.store.save_membership(Membership(kind, team.id, identity_id, "member"))
             for identity_id in admin_ids:
                 self.store.save_membership(Membership(kind, team.id, identity_id, "admin"))
+        return team
+
+    def _create_team_as_identity(
+        self, kind: str, name: str, admins: list[str], members: list[str]
+    ) -> Team:
+        creator = self._caller(f"create a {kind}")
+        named = [(m, "members", "member") for m in members]
+        named += [(a, "admins", "admin") for a in admins]
+        with self.store.write():
+            if self.store.find_team(kind, name) is not None:
+                raise ValidationError("name", f"a {kind} named {name} already exists")
+            invitees = [(self._lookup(key, field), role) for key, field, role in named]
+            team = self._new_team(kind, name)
+            self.store.save_membership(Membership(kind, team.id, creator.id, "admin"))
+            for who, role in invitees:  # unknown identities: nothing stored, same answer
+                if who is not None and who.id != creator.id:
+                    self.store.save_invitation(
+                        Invitation(kind, team.id, who.id, role, creator.id, utcnow())
+                    )
+        return team
+
+    def _new_team(self, kind: str, name: str) -> Team:
+        taken = self.store.find_team(kind, name) is not None
+        team = Team(self._free_id(name, taken), kind, name, utcnow())
+        self.store.save_team(team)
         return team
 
     def rename_team(self, team: str, new_name: str) -> Team:
@@ -177,21 +225,79 @@ class Directory:
 
     def add_member(
         self, team: str, identity: str, *, role: str = "member", active: bool = True
-    ) -> Membership:
-        """Add (or change the role or activity of) a member; only orgs have inactive members."""
+    ) -> Membership | Invitation:
+        """Add (or change the role or activity of) a member; only orgs have inactive members.
+
+        The trusted principal adds directly. A team admin that is an identity changes
+        current members directly but only *invites* anyone else: the answer is an
+        :class:`Invitation` that echoes ``identity`` as given, the same whether or not
+        such an identity exists; it joins when it calls :meth:`accept`."""
         if role not in ROLES:
             raise ValidationError("role", "must be 'member' or 'admin'")
         with self.store.write():
             found = self._team(team, admin=True)
-            who = self._identity(identity)
             if not active and found.kind != "org":
                 raise ValidationError("active", "only org members can be inactive")
+            who = self._identity(identity) if self.principal.trusted else self._lookup(identity)
             current = {m.identity_id: m for m in self.store.members(found.kind, found.id)}
+            if who is None or (who.id not in current and not self.principal.trusted):
+                return self._invite(found, who, identity, role, active)
             if role != "admin" or not active:
                 self._keep_an_admin(found, current, who.id, role, active)
             membership = Membership(found.kind, found.id, who.id, role, active)
             self.store.save_membership(membership)
+            self.store.delete_invitation(found.kind, found.id, who.id)
         return membership
+
+    def _invite(
+        self, team: Team, who: Identity | None, given: str, role: str, active: bool
+    ) -> Invitation:
+        if not active:
+            raise ValidationError("active", "only current members can be made inactive")
+        inviter = self._caller("invite")
+        now = utcnow()
+        if who is not None:
+            invitation = Invitation(team.kind, team.id, who.id, role, inviter.id, now)
+            self.store.save_invitation(invitation)
+        return Invitation(team.kind, team.id, given, role, inviter.id, now, team.name)
+
+    # --- invitations (the invitee's side) ---------------------------------------------------
+    def invitations(self) -> list[Invitation]:
+        """The caller's pending invitations (every pending one, for the trusted principal)."""
+        if self.principal.trusted:
+            return self.store.invitations()
+        identity = self.policy.scope(self.principal).identity
+        return [] if identity is None else self.store.invitations(identity_id=identity.id)
+
+    def _pending(self, team: str, me: Identity) -> Invitation | None:
+        kind, key = _team_ref(team)
+        found = self.store.find_team(kind, key)
+        if found is None:
+            return None
+        mine = self.store.invitations(identity_id=me.id, team=(kind, found.id))
+        return mine[0] if mine else None
+
+    def accept(self, team: str) -> Membership:
+        """Join a team the caller was invited to, with the role it was invited as. No
+        invitation and no such team answer the same."""
+        me = self._caller("accept invitations")
+        with self.store.write():
+            pending = self._pending(team, me)
+            if pending is None:
+                raise ValidationError("team", f"you have no invitation to {team}")
+            membership = Membership(pending.team_kind, pending.team_id, me.id, pending.role)
+            self.store.save_membership(membership)
+            self.store.delete_invitation(pending.team_kind, pending.team_id, me.id)
+        return membership
+
+    def decline(self, team: str) -> bool:
+        """Refuse an invitation; False when there was none (or no such team)."""
+        me = self._caller("decline invitations")
+        with self.store.write():
+            pending = self._pending(team, me)
+            if pending is None:
+                return False
+            return self.store.delete_invitation(pending.team_kind, pending.team_id, me.id)
 
     def set_active(self, org: str, identity: str, active: bool) -> Membership:
         kind, _ = _team_ref(org)
@@ -199,19 +305,24 @@ class Directory:
             raise ValidationError("team", "only org members can be made inactive")
         with self.store.write():
             found = self._team(org, admin=True)
-            who = self._identity(identity)
+            who = self._identity(identity) if self.principal.trusted else self._lookup(identity)
             current = {m.identity_id: m for m in self.store.members(found.kind, found.id)}
-            if who.id not in current:
+            if who is None or who.id not in current:
                 raise ValidationError("identity", f"{identity} is not a member of {org}")
             role = current[who.id].role
         return self.add_member(org, identity, role=role, active=active)
 
     def remove_member(self, team: str, identity: str) -> bool:
+        """Remove a member (True), or withdraw an invitation (False, as for anyone who
+        was no member: an identity learns nothing about who exists)."""
         with self.store.write():
             found = self._team(team, admin=True)
-            who = self._identity(identity)
+            who = self._identity(identity) if self.principal.trusted else self._lookup(identity)
+            if who is None:
+                return False
             current = {m.identity_id: m for m in self.store.members(found.kind, found.id)}
             if who.id not in current:
+                self.store.delete_invitation(found.kind, found.id, who.id)
                 return False
             self._keep_an_admin(found, current, who.id, None, False)
             return self.store.delete_membership(found.kind, found.id, who.id)

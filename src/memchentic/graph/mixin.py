@@ -113,6 +113,8 @@ class GraphMixin:
 
     def edges(self, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
         """Edges from or to a memory (only those whose other end the caller can see)."""
+        if kind is not None and kind not in EDGE_KINDS:
+            raise ValidationError("kind", f"must be one of {', '.join(EDGE_KINDS)}")
         self._visible(memory_id)
         out = []
         for edge in self.store.edges(memory_id, kind=kind):
@@ -125,8 +127,7 @@ class GraphMixin:
     def delete_edge(self, edge_id: str) -> bool:
         """Remove an edge (the caller must be able to write both ends). Removing a
         ``supersedes`` edge brings the older memory back into reads."""
-        if not isinstance(edge_id, str) or not edge_id:
-            raise ValidationError("edge_id", "must be a non-empty string")
+        check.identifier(edge_id, "edge_id")
         with self.store.write():
             edge = self.store.get_edge(edge_id)
             if edge is None:
@@ -152,8 +153,7 @@ class GraphMixin:
         """Memories naming ``entity``, across every readable namespace, newest first;
         each hit's score is its decayed confidence (it does not drive the order).
         A superseded memory stands for the tip of its chain."""
-        if not isinstance(entity, str) or not entity.strip():
-            raise ValidationError("entity", "must be a non-empty string")
+        check.identifier(entity, "entity")
         when = self._now(now)
         flt = self._read_filter(
             user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .. import validation as check
 from ..errors import MemchenticError, ValidationError
 from ..llm import ChatClient
 from ..mixins import as_memory
@@ -59,9 +60,18 @@ class LearnMixin:
         """Extract memories from a conversation and write each one through the normal
         write path (slots, duplicates, contradictions, secrets); returns the write
         results in order. ``messages``: strings (user messages), ``{"role", "content"}``
-        mappings or turns (``get_history()``)."""
+        mappings or turns (``get_history()``).
+
+        Limits (each a :class:`~memchentic.errors.LimitError` naming the setting, before
+        anything is written): ``LEARN_MAX_LINES`` and ``LEARN_MAX_CHARS`` of all the
+        messages together, ``MAX_WRITES_PER_CALL`` memories found."""
         mem = as_memory(self)
         msgs = to_messages(messages)
+        s = mem.settings
+        check.within(sum(m.content.count("\n") + 1 for m in msgs), s.learn_max_lines,
+                     "messages", "LEARN_MAX_LINES", "lines")  # fmt: skip
+        check.within(sum(len(m.content) for m in msgs), s.learn_max_chars, "messages",
+                     "LEARN_MAX_CHARS", "characters")  # fmt: skip
         owned = False
         chosen = extractor or mem.extractor
         if chosen is None:
@@ -74,6 +84,8 @@ class LearnMixin:
                 close()
         if not found:
             return []
+        check.within(len(found), s.max_writes_per_call, "messages", "MAX_WRITES_PER_CALL",
+                     "memories written")  # fmt: skip
         name = getattr(chosen, "name", type(chosen).__name__)
         scope = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id,
                  "namespace": namespace, "now": now}  # fmt: skip
@@ -105,9 +117,13 @@ class LearnMixin:
         :class:`ValidationError` and nothing changes). Then each runs as its own
         write; one that fails (a memory not found or not writable, a bad field) is
         reported as ``refused`` with the reason, and the others still run.
-        The scope options apply to adds that name none of their own."""
+        The scope options apply to adds that name none of their own. At most
+        ``MAX_WRITES_PER_CALL`` operations (else :class:`~memchentic.errors.LimitError`)."""
         mem = as_memory(self)
-        planned = [_plan(i, op) for i, op in enumerate(_sequence(operations))]
+        ops = _sequence(operations)
+        check.within(len(ops), mem.settings.max_writes_per_call, "operations",
+                     "MAX_WRITES_PER_CALL", "operations")  # fmt: skip
+        planned = [_plan(i, op) for i, op in enumerate(ops)]
         scope = {"user_id": user_id, "agent_id": agent_id, "namespace": namespace,
                  "session_id": session_id}  # fmt: skip
         common = {k: v for k, v in scope.items() if v is not None}
@@ -168,6 +184,7 @@ def _plan(index: int, op: Any) -> tuple[str, dict[str, Any]]:
     if name in ("revise", "delete"):
         if not isinstance(fields.get("id"), str) or not fields["id"]:
             raise ValidationError(where, f"{name} needs the memory 'id'")
+        check.identifier(fields["id"], f"{where}.id")
         if name == "delete" and set(fields) - {"id"}:
             raise ValidationError(where, "delete takes only 'id'")
     if "memory_id" in fields:

@@ -248,6 +248,18 @@ def open_location(url: str) -> PgLocation:
     return PgLocation(display, conninfo, schema, pool_max, info.oid, iterative)
 
 
+@contextmanager
+def refused_values() -> Iterator[None]:
+    """The last line of defence for values PostgreSQL cannot take (text with a NUL,
+    a number out of range): a :class:`ValidationError`, never ``psycopg.DataError``.
+    The input checks (``validation``) refuse such values first, on every backend."""
+    try:
+        yield
+    except psycopg.DataError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValidationError("value", f"the store cannot hold this value ({reason})") from exc
+
+
 class PgConnections:
     """The pool, this thread's write transaction, and small query helpers."""
 
@@ -294,11 +306,12 @@ class PgConnections:
         """This thread's write transaction's connection, else a pooled one."""
         tx = getattr(self._local, "tx", None)
         if tx is not None:
-            yield tx
+            with refused_values():
+                yield tx
             return
         if self._closed:
             raise StoreError("the store is closed")
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, refused_values():
             yield conn
 
     def concurrent_reads(self) -> bool:
@@ -373,12 +386,17 @@ class PgConnections:
         For small writes whose result nobody reads (events, turns, recall counts)."""
         tx = getattr(self._local, "tx", None)
         if tx is not None:
-            with tx.cursor() as cur:
+            with refused_values(), tx.cursor() as cur:
                 cur.executemany(sql, rows)
             return
         if self._closed:
             raise StoreError("the store is closed")
-        with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+        with (
+            refused_values(),
+            self._pool.connection() as conn,
+            conn.pipeline(),
+            conn.transaction(),
+        ):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
