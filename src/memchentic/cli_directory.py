@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .access.model import Invitation
 from .cli import EmbedderOpt, JsonOpt, StoreOpt, _echo_json, _memory, _out, _table
 
 identity_app = typer.Typer(help="Users and agents.", no_args_is_help=True)
@@ -146,11 +147,50 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
     ) -> None:
         with _memory(store, embedder) as mem:
             m = mem.directory.add_member(f"{kind}:{team}", identity, role=role)
-        typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
+        if isinstance(m, Invitation):
+            typer.echo(f"invited {identity} to {kind}:{team} as {m.role} (joins on accepting)")
+        else:
+            typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
     add_member.__doc__ = (
-        f"Add a member to a {kind} (or change its role).\n\n"
+        f"Add a member to a {kind} (or change its role). Under --as, someone not yet\n"
+        f"    a member is only invited: it joins with `memchentic {kind} accept`.\n\n"
         f"    Example: memchentic {kind} add-member core bob --role admin"
+    )
+
+    @app.command("invitations")
+    def invitations(
+        store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+    ) -> None:
+        with _memory(store, embedder) as mem:
+            found = [i for i in mem.directory.invitations() if i.team_kind == kind]
+        _show(found, as_json, ["team_name", "identity_id", "role", "invited_by", "created_at"])
+
+    invitations.__doc__ = (
+        f"List pending invitations to {kind}s (yours, under --as).\n\n"
+        f"    Example: memchentic --as bob {kind} invitations"
+    )
+
+    @app.command("accept")
+    def accept(team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None) -> None:
+        with _memory(store, embedder) as mem:
+            m = mem.directory.accept(f"{kind}:{team}")
+        typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
+
+    accept.__doc__ = (
+        f"Accept an invitation to a {kind} and join it.\n\n"
+        f"    Example: memchentic --as bob {kind} accept core"
+    )
+
+    @app.command("decline")
+    def decline(team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None) -> None:
+        with _memory(store, embedder) as mem:
+            done = mem.directory.decline(f"{kind}:{team}")
+        typer.echo("declined" if done else f"there was no invitation to {kind}:{team}")
+
+    decline.__doc__ = (
+        f"Decline an invitation to a {kind}.\n\n"
+        f"    Example: memchentic --as bob {kind} decline core"
     )
 
     @app.command("remove-member")

@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from . import wire
-from .access.model import Grant, Identity, Membership, Team
+from .access.model import Grant, Identity, Invitation, Membership, Team
 from .clock import as_utc
 from .context.model import Context
 from .errors import ValidationError
@@ -352,9 +352,22 @@ class RemoteDirectory:
 
     def add_member(
         self, team: str, identity: str, *, role: str = "member", active: bool = True
-    ) -> Membership:
+    ) -> Membership | Invitation:
         body = {"identity": identity, "role": role, "active": active}
-        return _model(Membership, self._call("POST", _team_path(team) + "/members", body=body))
+        found = dict(self._call("POST", _team_path(team) + "/members", body=body))
+        status = found.pop("status", "member")
+        return _model(Invitation if status == "invited" else Membership, found)
+
+    def invitations(self) -> list[Invitation]:
+        return [_model(Invitation, i) for i in self._call("GET", "/v1/invitations")]
+
+    def accept(self, team: str) -> Membership:
+        found = dict(self._call("POST", _team_path(team) + "/accept"))
+        found.pop("status", None)
+        return _model(Membership, found)
+
+    def decline(self, team: str) -> bool:
+        return bool(self._call("POST", _team_path(team) + "/decline")["deleted"])
 
     def remove_member(self, team: str, identity: str) -> bool:
         path = _team_path(team) + f"/members/{_seg(identity)}"

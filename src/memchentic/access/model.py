@@ -66,6 +66,25 @@ class Membership:
 
 
 @dataclass(frozen=True, slots=True)
+class Invitation:
+    """An offer of membership that ``identity_id`` has not accepted yet: until it
+    does, it is no member and sees nothing of the team (docs/access.md)."""
+
+    team_kind: str
+    team_id: str
+    identity_id: str
+    role: str = "member"
+    #: The identity that invited (None: the trusted principal).
+    invited_by: str | None = None
+    created_at: datetime | None = None
+    #: The team's current name, filled in when read (not stored).
+    team_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _dict(self)
+
+
+@dataclass(frozen=True, slots=True)
 class Grant:
     """Lets ``grantee`` read the federated namespace ``namespace``."""
 

@@ -4,7 +4,10 @@
 Creating identities and orgs and renaming identities need an admin key (403
 ``admin_required`` otherwise). The other routes run as the caller, and the
 directory decides (DESIGN section 2): an identity may create groups, manage the
-groups and orgs it administers, and share its own federated namespaces."""
+groups and orgs it administers, and share its own federated namespaces. Members
+an identity names are only invited (``"status": "invited"``, the same answer
+whether or not the identity exists) and join with ``POST .../accept``; an admin
+key adds them at once (``"status": "member"``)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
+from ..access.model import Invitation
 from .deps import AdminDep, CallerDep
 from .errors import admin_required
 from .schemas import (
@@ -88,11 +92,27 @@ def _team_routes(plural: str) -> None:
         f"/{plural}/{{name}}/members", summary="Add or change a member", name=f"{kind}_add_member"
     )
     def add_member(name: str, body: MemberRequest, who: CallerDep) -> dict[str, Any]:
-        """Add a member, or change its role (``member``/``admin``) or, in an org, activity."""
+        """Add a member, or change its role (``member``/``admin``) or, in an org, activity.
+        With an identity's key, someone not yet a member is only invited."""
         found = who.mem.directory.add_member(
             f"{kind}:{name}", body.identity, role=body.role, active=body.active
         )
-        return found.to_dict()
+        status = "invited" if isinstance(found, Invitation) else "member"
+        return {"status": status, **found.to_dict()}
+
+    @router.post(
+        f"/{plural}/{{name}}/accept", summary="Accept an invitation", name=f"{kind}_accept"
+    )
+    def accept(name: str, who: CallerDep) -> dict[str, Any]:
+        """Join the team the caller was invited to (422 when there is no invitation)."""
+        return {"status": "member", **who.mem.directory.accept(f"{kind}:{name}").to_dict()}
+
+    @router.post(
+        f"/{plural}/{{name}}/decline", response_model=DeletedOut,
+        summary="Decline an invitation", name=f"{kind}_decline",
+    )  # fmt: skip
+    def decline(name: str, who: CallerDep) -> dict[str, Any]:
+        return {"deleted": who.mem.directory.decline(f"{kind}:{name}")}
 
     @router.delete(
         f"/{plural}/{{name}}/members/{{identity}}", response_model=DeletedOut,
@@ -104,6 +124,12 @@ def _team_routes(plural: str) -> None:
 
 _team_routes("groups")
 _team_routes("orgs")
+
+
+@router.get("/invitations", summary="My invitations")
+def invitations(who: CallerDep) -> list[dict[str, Any]]:
+    """The caller's pending invitations to groups and orgs (every one, for an admin key)."""
+    return [i.to_dict() for i in who.mem.directory.invitations()]
 
 
 @router.get("/grants", summary="Share grants")

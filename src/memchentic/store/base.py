@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..access.model import Grant, Identity, Membership, Team
+from ..access.model import Grant, Identity, Invitation, Membership, Team
 from ..lifetime import DecayScan
 from ..record import Edge, Event, MemoryRecord, Turn, Version
 
@@ -376,6 +376,20 @@ class Store(ABC):
 
     @abstractmethod
     def memberships_of(self, identity_id: str) -> list[tuple[Team, Membership]]: ...
+
+    @abstractmethod
+    def save_invitation(self, invitation: Invitation) -> None:
+        """Insert, or replace the role and inviter of, a pending invitation."""
+
+    @abstractmethod
+    def delete_invitation(self, team_kind: str, team_id: str, identity_id: str) -> bool: ...
+
+    @abstractmethod
+    def invitations(
+        self, *, identity_id: str | None = None, team: tuple[str, str] | None = None
+    ) -> list[Invitation]:
+        """Pending invitations (of one identity, or to one ``(kind, id)`` team), with
+        ``team_name`` filled in, oldest first."""
 
     @abstractmethod
     def save_grant(self, grant: Grant) -> None: ...

@@ -1,10 +1,11 @@
-"""Directory tables of the PostgreSQL store: identities, teams, memberships, grants."""
+"""Directory tables of the PostgreSQL store: identities, teams, memberships,
+invitations, grants."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..access.model import Grant, Identity, Membership, Team
+from ..access.model import Grant, Identity, Invitation, Membership, Team
 from .postgres_connect import PgConnections
 from .postgres_rows import utc
 
@@ -19,6 +20,10 @@ def _team(row: tuple[Any, ...]) -> Team:
 
 def _membership(row: tuple[Any, ...]) -> Membership:
     return Membership(row[0], row[1], row[2], row[3], bool(row[4]))
+
+
+def _invitation(row: tuple[Any, ...]) -> Invitation:
+    return Invitation(row[0], row[1], row[2], row[3], row[4], utc(row[5]), row[6])
 
 
 def _grant(row: tuple[Any, ...]) -> Grant:
@@ -109,6 +114,42 @@ class PostgresDirectory(PgConnections):
             (identity_id,),
         )
         return [(_team(r[:4]), _membership(r[4:])) for r in rows]
+
+    def save_invitation(self, invitation: Invitation) -> None:
+        self._run(
+            "INSERT INTO invitations (team_kind, team_id, identity_id, role, invited_by, "
+            "created_at) VALUES (%s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (team_kind, team_id, identity_id) "
+            "DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by",
+            (invitation.team_kind, invitation.team_id, invitation.identity_id,
+             invitation.role, invitation.invited_by, invitation.created_at),
+        )  # fmt: skip
+
+    def delete_invitation(self, team_kind: str, team_id: str, identity_id: str) -> bool:
+        return (
+            self._run(
+                "DELETE FROM invitations "
+                "WHERE team_kind = %s AND team_id = %s AND identity_id = %s",
+                (team_kind, team_id, identity_id),
+            )
+            > 0
+        )
+
+    def invitations(
+        self, *, identity_id: str | None = None, team: tuple[str, str] | None = None
+    ) -> list[Invitation]:
+        sql = (
+            "SELECT i.team_kind, i.team_id, i.identity_id, i.role, i.invited_by, i.created_at, "
+            "t.name FROM invitations i JOIN teams t ON t.kind = i.team_kind AND t.id = i.team_id "
+            "WHERE TRUE"
+        )
+        args: list[Any] = []
+        if identity_id is not None:
+            sql, args = sql + " AND i.identity_id = %s", [*args, identity_id]
+        if team is not None:
+            sql, args = sql + " AND i.team_kind = %s AND i.team_id = %s", [*args, *team]
+        order = " ORDER BY i.created_at, i.team_kind, i.team_id, i.identity_id"
+        return [_invitation(r) for r in self._rows(sql + order, args)]
 
     def save_grant(self, grant: Grant) -> None:
         self._run(

@@ -1,11 +1,12 @@
-"""Directory tables of the SQLite store: identities, teams, memberships, grants."""
+"""Directory tables of the SQLite store: identities, teams, memberships, invitations,
+grants."""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Any
 
-from ..access.model import Grant, Identity, Membership, Team
+from ..access.model import Grant, Identity, Invitation, Membership, Team
 from ..clock import from_text, to_text
 
 
@@ -19,6 +20,10 @@ def _team(row: tuple[Any, ...]) -> Team:
 
 def _membership(row: tuple[Any, ...]) -> Membership:
     return Membership(row[0], row[1], row[2], row[3], bool(row[4]))
+
+
+def _invitation(row: tuple[Any, ...]) -> Invitation:
+    return Invitation(row[0], row[1], row[2], row[3], row[4], from_text(row[5]), row[6])
 
 
 def _grant(row: tuple[Any, ...]) -> Grant:
@@ -122,6 +127,41 @@ class SQLiteDirectory:
             (identity_id,),
         )
         return [(_team(r[:4]), _membership(r[4:])) for r in rows]
+
+    def save_invitation(self, invitation: Invitation) -> None:
+        with self.write():  # type: ignore[attr-defined]
+            self.conn.execute(
+                "INSERT INTO invitations(team_kind, team_id, identity_id, role, invited_by, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(team_kind, team_id, identity_id) "
+                "DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by",
+                (invitation.team_kind, invitation.team_id, invitation.identity_id,
+                 invitation.role, invitation.invited_by, to_text(invitation.created_at)),
+            )  # fmt: skip
+
+    def delete_invitation(self, team_kind: str, team_id: str, identity_id: str) -> bool:
+        with self.write():  # type: ignore[attr-defined]
+            cur = self.conn.execute(
+                "DELETE FROM invitations WHERE team_kind = ? AND team_id = ? AND identity_id = ?",
+                (team_kind, team_id, identity_id),
+            )
+        return cur.rowcount > 0
+
+    def invitations(
+        self, *, identity_id: str | None = None, team: tuple[str, str] | None = None
+    ) -> list[Invitation]:
+        sql = (
+            "SELECT i.team_kind, i.team_id, i.identity_id, i.role, i.invited_by, i.created_at, "
+            "t.name FROM invitations i JOIN teams t ON t.kind = i.team_kind AND t.id = i.team_id "
+            "WHERE 1"
+        )
+        args: list[Any] = []
+        if identity_id is not None:
+            sql, args = sql + " AND i.identity_id = ?", [*args, identity_id]
+        if team is not None:
+            sql, args = sql + " AND i.team_kind = ? AND i.team_id = ?", [*args, *team]
+        order = " ORDER BY i.created_at, i.team_kind, i.team_id, i.identity_id"
+        return [_invitation(r) for r in self.conn.execute(sql + order, args)]
 
     def save_grant(self, grant: Grant) -> None:
         with self.write():  # type: ignore[attr-defined]

@@ -244,12 +244,32 @@ def m005_negated_rows(conn: Any) -> None:
     conn.execute("CREATE INDEX ix_memories_negated ON memories (key) WHERE polarity <> 1")
 
 
+def m006_invitations(conn: Any) -> None:
+    """Pending team invitations: an identity joins a team another identity names
+    only when it accepts (issue 20, item 2)."""
+    conn.execute(
+        """
+        CREATE TABLE invitations (
+            team_kind text COLLATE "C" NOT NULL,
+            team_id text COLLATE "C" NOT NULL,
+            identity_id text COLLATE "C" NOT NULL,
+            role text COLLATE "C" NOT NULL,
+            invited_by text COLLATE "C",
+            created_at timestamptz NOT NULL,
+            PRIMARY KEY (team_kind, team_id, identity_id)
+        );
+        CREATE INDEX ix_invitations_identity ON invitations (identity_id);
+        """
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
     m004_keyword_index_without_pending_list,
     m005_negated_rows,
+    m006_invitations,
 ]
 
 

@@ -227,11 +227,32 @@ def m004_negated_rows(conn: sqlite3.Connection) -> None:
     )
 
 
+def m005_invitations(conn: sqlite3.Connection) -> None:
+    """Pending team invitations: an identity joins a team another identity names
+    only when it accepts (issue 20, item 2)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE invitations (
+            team_kind TEXT NOT NULL,
+            team_id TEXT NOT NULL,
+            identity_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            invited_by TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (team_kind, team_id, identity_id)
+        );
+        CREATE INDEX ix_invitations_identity ON invitations(identity_id);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
     m004_negated_rows,
+    m005_invitations,
 ]
 
 
