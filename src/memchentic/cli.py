@@ -14,6 +14,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any, NoReturn
 
 import pydantic
@@ -139,8 +140,8 @@ def _memory(
         for warning in caught:
             _warn(str(warning.message))
         with mem:
-            acting = _ACTING_AS[0]
-            yield mem.as_identity(acting) if acting else mem
+            acting = _acting_as()
+            yield mem.as_identity(acting) if acting is not None else mem
     except NotFoundError as exc:
         _fail(str(exc), 1)
     except MemchenticError as exc:
@@ -254,12 +255,39 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-#: Identity every command runs as (``--as``); None = the trusted local principal.
-_ACTING_AS: list[str | None] = [None]
+#: The ``--as`` identity of the running invocation (None: the trusted local
+#: principal); ``main`` sets it before any command runs.
+_acting: ContextVar[str | None] = ContextVar("memchentic_cli_as", default=None)
+#: Commands that work on the store itself, beyond the rights of any identity: the one
+#: place that refuses them under ``--as`` (issue 20, item 6). Every other command runs
+#: through the library as that identity, whose rules refuse what it may not do (the
+#: directory commands included).
+TRUSTED_ONLY: frozenset[str] = frozenset(
+    {"keys", "reindex", "migrate", "serve", "check", "backup", "restore"}
+)
+
+
+def _acting_as() -> str | None:
+    """The identity of ``--as``; None: the trusted local principal."""
+    return _acting.get()
+
+
+def _confine(ctx: typer.Context, as_identity: str | None) -> None:
+    """Refuse an empty ``--as`` and the trusted-only commands under ``--as``."""
+    _acting.set(None)
+    if as_identity is None:
+        return
+    if not as_identity.strip():
+        _fail("--as: must name an identity (NAME or agent:NAME), not be empty")
+    command = ctx.invoked_subcommand
+    if command in TRUSTED_ONLY:
+        _fail(f"{command} runs as the local owner of the store; it is refused under --as")
+    _acting.set(as_identity)
 
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -277,7 +305,7 @@ def main(
 
     Example: memchentic add "Sam prefers green tea" --user sam --type preference
     """
-    _ACTING_AS[0] = as_identity
+    _confine(ctx, as_identity)
 
 
 @app.command()

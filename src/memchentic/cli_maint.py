@@ -16,7 +16,6 @@ import typer
 from rich.text import Text
 
 from .cli import (
-    _ACTING_AS,
     EmbedderOpt,
     JsonOpt,
     StoreOpt,
@@ -38,9 +37,8 @@ ForceOpt = Annotated[
 
 @contextmanager
 def _trusted(store: str | None) -> Iterator[tuple[Settings, str]]:
-    """Settings and the store location; memchentic errors become ``error: ...``."""
-    if _ACTING_AS[0]:
-        _fail("check, backup and restore run as the local owner of the store, not --as")
+    """Settings and the store location; memchentic errors become ``error: ...``
+    (``--as`` is refused before: ``cli.TRUSTED_ONLY``)."""
     settings = _settings()
     try:
         yield settings, store or settings.default_store

@@ -106,12 +106,14 @@ def mcp(
 
     Example: memchentic mcp --identity agent:coder
     """
+    if identity is not None and not identity.strip():
+        _fail("--identity: must name an identity (NAME or agent:NAME), not be empty")
     _need_server()
     from .server.mcp_server import build_server
 
     with _memory(store, embedder) as mem:
         try:
-            view = mem.as_identity(identity) if identity else mem
+            view = mem.as_identity(identity) if identity is not None else mem
         except MemchenticError as exc:
             _fail(str(exc))
         build_server(lambda _ctx: view).run("stdio")
