@@ -23,6 +23,7 @@ from memchentic import (  # noqa: E402
     ValidationError,
     WriteResult,
 )
+from memchentic.access.model import Membership  # noqa: E402
 from memchentic.errors import AuthError, ServerError  # noqa: E402
 
 from .live_server import Live, live_server  # noqa: E402
@@ -150,6 +151,10 @@ def test_write_results_edges_and_directory(live: Live, client: Client):
     assert made.namespace == "agent:erin"
     team = client.directory.create_group("gardeners", members=["agent:erin"])
     assert team.kind == "group"
+    with Client(live.url, live.keys["admin"]) as admin:  # erin is only invited (issue 20)
+        pending = admin.directory.invitations()
+        assert [(i.team_name, i.identity_id) for i in pending] == [("gardeners", "erin")]
+        assert isinstance(admin.directory.add_member("group:gardeners", "agent:erin"), Membership)
     assert {m.identity_id for m in client.directory.members("group:gardeners")} == {"alice", "erin"}
     assert client.me()["key"]["principal"] == "user:alice"
 
