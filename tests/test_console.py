@@ -58,7 +58,9 @@ def test_pages_need_a_signed_in_key(live: Live):
     assert live.mem.list() == []
 
 
-def test_the_console_in_chromium(live: Live):
+def test_the_console_in_chromium(live: Live, monkeypatch: pytest.MonkeyPatch):
+    # the events tab must notice the sign-out well within the page timeout
+    monkeypatch.setattr(live.mem.settings, "server_events_key_recheck_seconds", 0.2)
     sync_api = pytest.importorskip("playwright.sync_api")
     chromium = _chromium()
     if chromium is None:
@@ -75,6 +77,9 @@ def test_the_console_in_chromium(live: Live):
                 base_url=live.url, viewport={"width": 1280, "height": 860}
             )
             context.set_default_timeout(15_000)
+            blocked: list[str] = []  # the CSP must not block anything the console uses
+            context.on("console", lambda m: blocked.append(m.text) if "Content Security Policy"
+                       in m.text else None)  # fmt: skip
             page = context.new_page()
             page.goto("/console")
             assert page.url.endswith("/console/login")
@@ -88,9 +93,8 @@ def test_the_console_in_chromium(live: Live):
 
             events = context.new_page()  # the live events view, in a second tab
             events.goto("/console/events")
-            events.wait_for_function(
-                "document.getElementById('events-state').textContent === 'live'"
-            )
+            # (a locator, not wait_for_function: the CSP refuses the eval that needs)
+            events.locator("#events-state", has_text="live").wait_for()
 
             page.fill("#content", "Alice's favourite editor is Helix, with the default keymap")
             page.fill("#type", "preference")
@@ -136,6 +140,13 @@ def test_the_console_in_chromium(live: Live):
             assert "Helix" in page.inner_text("#memories")
             page.goto("/console?tag=nothing-here")
             assert "Helix" not in page.inner_text("#memories")
+
+            page.click("header form.who button")  # sign out: the session ends, both tabs
+            page.wait_for_selector("#key")
+            events.locator("#events-state", has_text="closed").wait_for()
+            page.goto("/console")
+            assert page.url.endswith("/console/login")
+            assert blocked == []
         finally:
             browser.close()
     assert (ARTIFACTS / "console-4-search-trace.png").stat().st_size > 0

@@ -34,6 +34,7 @@ from ..settings import Settings
 from ..store.base import Store
 from . import errors, routes_admin, routes_memories, routes_sessions, sse
 from .auth import KeyRing, view_for
+from .headers import SecurityHeaders
 from .mcp_server import build_server
 
 DESCRIPTION = """\
@@ -175,6 +176,7 @@ def create_app(
     app.state.keys = keys
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=mem.settings.server_max_request_bytes)
+    app.add_middleware(SecurityHeaders)  # added last: outermost, so the 413 gets them too
     for module in (routes_memories, routes_sessions, sse, routes_admin):
         app.include_router(module.router)
 

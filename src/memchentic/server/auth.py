@@ -137,6 +137,15 @@ class KeyRing:
         found = self._load().get(hash_key(secret))
         return _record(found) if found else None
 
+    def find(self, digest: str) -> ApiKey | None:
+        """The record of the key whose SHA-256 is ``digest``; None once it is revoked."""
+        found = self._load().get(digest)
+        return _record(found) if found else None
+
+    def digests(self) -> set[str]:
+        """The SHA-256 of every key in the ring."""
+        return set(self._load())
+
 
 def _record(data: dict[str, Any]) -> ApiKey:
     names = ApiKey.__dataclass_fields__

@@ -3,6 +3,7 @@ request runs as. Every route of ``/v1`` depends on :func:`caller`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -47,11 +48,28 @@ def resolve(request: Request, secret: str | None) -> Caller:
     key whose identity was deleted: all the same answer)."""
     if not secret:
         raise ApiError(401, "unauthorized", "missing API key (Authorization: Bearer ...)")
-    key = keyring(request).verify(secret)
+    return caller_for(request, keyring(request).verify(secret))
+
+
+def caller_for(request: Request, key: ApiKey | None) -> Caller:
+    """The caller of a key record, or a 401 when there is none or its identity is gone."""
     view = view_for(root_memory(request), key) if key is not None else None
     if key is None or view is None:
         raise ApiError(401, "unauthorized", "invalid API key")
     return Caller(key, view)
+
+
+def still_valid(request: Request, find: Callable[[], ApiKey | None]) -> Callable[[], bool]:
+    """A check that an open stream runs to learn whether its caller still holds:
+    ``find`` looks the key up again (None once revoked), and the key's identity must
+    still exist."""
+    root = root_memory(request)
+
+    def check() -> bool:
+        key = find()
+        return key is not None and view_for(root, key) is not None
+
+    return check
 
 
 def caller(

@@ -13,18 +13,19 @@ stream starts at the present; ``since=0`` replays the whole log.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
 from ..events import EVENT_TYPES, check_types
 from ..memory import Memory
 from ..record import Event
-from .deps import CallerDep
+from .deps import CallerDep, bearer, keyring, still_valid
 from .schemas import EventOut
 
 router = APIRouter(prefix="/v1", tags=["events"])
@@ -63,6 +64,23 @@ def tail_cursor(view: Memory, types: Sequence[str] | None) -> str | None:
             return cursor
 
 
+class _Gate:
+    """Whether the stream's caller still holds: asks ``alive`` before each batch is
+    delivered and, between batches and within a long one, once ``every`` seconds."""
+
+    def __init__(self, alive: Callable[[], bool], every: float) -> None:
+        self.alive = alive
+        self.every = every
+        self.checked = anyio.current_time()
+
+    async def open(self, *, force: bool = False) -> bool:
+        if not force and anyio.current_time() - self.checked < self.every:
+            return True
+        ok = await run_in_threadpool(self.alive)
+        self.checked = anyio.current_time()
+        return ok
+
+
 async def stream(
     request: Request,
     view: Memory,
@@ -70,19 +88,30 @@ async def stream(
     since: str | None,
     types: Sequence[str] | None,
     poll_seconds: float,
+    alive: Callable[[], bool],
+    recheck_seconds: float,
 ) -> AsyncIterator[str]:
-    """The SSE body: new events as they are stored, a keepalive comment when idle."""
+    """The SSE body: new events as they are stored, a keepalive comment when idle.
+
+    It ends as soon as ``alive()`` says the caller's key (or console session) no
+    longer holds: checked before every batch it delivers, so nothing stored after a
+    revocation goes out, and every ``recheck_seconds`` (idle or mid-batch)."""
     if since == "0":
         cursor: str | None = None
     elif since:
         cursor = since
     else:
         cursor = await run_in_threadpool(tail_cursor, view, types)
+    gate = _Gate(alive, recheck_seconds)
     yield f"retry: {RETRY_MS}\n\n"
     idle = 0.0
     while not await request.is_disconnected():
         batch = await run_in_threadpool(view.events, since=cursor, types=types, limit=BATCH)
+        if not await gate.open(force=bool(batch)):
+            return
         for event in batch:
+            if not await gate.open():
+                return
             yield format_event(event)
             cursor = event.id
         if batch:
@@ -110,17 +139,22 @@ def sse_response(body: AsyncIterator[str]) -> StreamingResponse:
 def events_stream(
     request: Request,
     who: CallerDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     type: Types = None,  # noqa: A002 - the documented name
     since: Annotated[str | None, Query(max_length=64)] = None,
     last_event_id: Annotated[str | None, Header(max_length=64)] = None,
 ) -> StreamingResponse:
     """Server-sent events the caller may see, as they happen. ``Last-Event-ID`` (or
-    ``since``) resumes after that event; ``since=0`` replays the log first."""
+    ``since``) resumes after that event; ``since=0`` replays the log first. The
+    stream ends once the key is revoked."""
     wanted = check_types(type)
-    poll = who.mem.settings.server_events_poll_seconds
+    settings = who.mem.settings
+    secret = credentials.credentials if credentials else None
     body = stream(
         request, who.mem, since=last_event_id or since,
-        types=sorted(wanted) if wanted else None, poll_seconds=poll,
+        types=sorted(wanted) if wanted else None, poll_seconds=settings.server_events_poll_seconds,
+        alive=still_valid(request, lambda: keyring(request).verify(secret)),
+        recheck_seconds=settings.server_events_key_recheck_seconds,
     )  # fmt: skip
     return sse_response(body)
 

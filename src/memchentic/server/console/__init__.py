@@ -2,8 +2,10 @@
 
 Plain server-rendered HTML (Jinja2 templates and one stylesheet, served from
 this package: no CDN, works offline) over the same library calls as the API.
-Sign-in takes an API key, kept in an ``HttpOnly``, ``SameSite=Strict`` cookie
-scoped to ``/console``; every page runs as that key's identity. Forms that change
+Sign-in takes an API key and opens a server-side session (``..sessions``): the
+``HttpOnly``, ``SameSite=Strict`` cookie scoped to ``/console`` (``Secure`` over
+HTTPS) holds the session's random id, never the key; signing out or revoking the
+key ends the session. Every page runs as that key's identity. Forms that change
 something are POSTs checked against the ``Origin`` header. Opening a memory here
 does not count as a recall (``touch=False``): looking must not change ranking.
 
@@ -25,8 +27,9 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from ...errors import MemchenticError, NotFoundError
-from ..deps import Caller, resolve
+from ..deps import Caller, caller_for, resolve, still_valid
 from ..errors import ApiError
+from ..sessions import ConsoleSessions
 from ..sse import sse_response, stream
 
 HERE = Path(__file__).parent
@@ -46,11 +49,24 @@ class _SignIn(Exception):
     """No valid console cookie: go to the sign-in page."""
 
 
+def _sessions(request: Request) -> ConsoleSessions:
+    sessions: ConsoleSessions = request.app.state.console_sessions
+    return sessions
+
+
 def _caller(request: Request) -> Caller:
     try:
-        return resolve(request, request.cookies.get(COOKIE))
+        return caller_for(request, _sessions(request).key(request.cookies.get(COOKIE)))
     except ApiError:
         raise _SignIn() from None
+
+
+def _cookie_options(request: Request) -> dict[str, Any]:
+    """The session cookie's attributes: ``Secure`` when the request came over HTTPS
+    (as the app sees it: behind a TLS proxy, the ASGI server must trust its
+    ``X-Forwarded-Proto``, e.g. uvicorn's ``--forwarded-allow-ips``)."""
+    secure = request.url.scheme == "https"
+    return {"httponly": True, "samesite": "strict", "path": "/console", "secure": secure}
 
 
 def _same_origin(request: Request) -> None:
@@ -76,20 +92,25 @@ def login_page(request: Request, error: OptText = None) -> HTMLResponse:
 @router.post("/login")
 def login(request: Request, key: Annotated[str, Form(max_length=256)]) -> Response:
     _same_origin(request)
+    secret = key.strip()
     try:
-        resolve(request, key.strip())
+        resolve(request, secret)
     except ApiError:
         return _page(request, "login.html", None, error="That key is not valid.")
+    session = _sessions(request).open(secret)
+    if session is None:  # revoked in between
+        return _page(request, "login.html", None, error="That key is not valid.")
     response = RedirectResponse("/console", status_code=303)
-    response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/console")
+    response.set_cookie(COOKIE, session, **_cookie_options(request))
     return response
 
 
 @router.post("/logout")
 def logout(request: Request) -> Response:
     _same_origin(request)
+    _sessions(request).close(request.cookies.get(COOKIE))  # a replayed cookie is refused
     response = RedirectResponse("/console/login", status_code=303)
-    response.delete_cookie(COOKIE, path="/console")
+    response.delete_cookie(COOKIE, **_cookie_options(request))
     return response
 
 
@@ -237,9 +258,15 @@ def events_page(request: Request) -> HTMLResponse:
 @router.get("/events/stream")
 def events_stream(request: Request) -> Response:
     who = _caller(request)
-    poll = who.mem.settings.server_events_poll_seconds
-    since = request.headers.get("last-event-id")
-    return sse_response(stream(request, who.mem, since=since, types=None, poll_seconds=poll))
+    settings = who.mem.settings
+    token, sessions = request.cookies.get(COOKIE), _sessions(request)
+    body = stream(
+        request, who.mem, since=request.headers.get("last-event-id"), types=None,
+        poll_seconds=settings.server_events_poll_seconds,
+        alive=still_valid(request, lambda: sessions.key(token)),
+        recheck_seconds=settings.server_events_key_recheck_seconds,
+    )  # fmt: skip
+    return sse_response(body)
 
 
 async def _sign_in(request: Request, exc: Exception) -> Response:
@@ -250,6 +277,11 @@ async def _sign_in(request: Request, exc: Exception) -> Response:
 
 def install(app: FastAPI) -> None:
     """Serve the console (pages and static files) on ``app``."""
+    settings = app.state.memory.settings
+    app.state.console_sessions = ConsoleSessions(
+        app.state.keys, hours=settings.server_console_session_hours,
+        per_key=settings.server_console_sessions_per_key,
+    )  # fmt: skip
     app.include_router(router)
     app.mount("/console/static", StaticFiles(directory=HERE / "static"), name="console-static")
     app.add_exception_handler(_SignIn, _sign_in)

@@ -33,7 +33,11 @@
   }
 
   source.onopen = function () { state.textContent = "live"; };
-  source.onerror = function () { state.textContent = "reconnecting…"; };
+  source.onerror = function () {
+    // the server ends the stream when the session ends; its next try then gets a 401
+    state.textContent = source.readyState === EventSource.CLOSED ? "closed (sign in again)"
+      : "reconnecting…";
+  };
   source.onmessage = show;
   [
     "memory.added", "memory.updated", "memory.deduplicated", "memory.dropped",
