@@ -318,22 +318,6 @@ class Settings(BaseSettings):
         "Console sessions kept per API key; a new sign-in ends the oldest beyond this.",
         ge=1,
     )
-    server_events_key_recheck_seconds: float = _env(
-        "SERVER_EVENTS_KEY_RECHECK_SECONDS",
-        5.0,
-        "An open event stream re-checks its key (or console session) this often while idle, "
-        "and before each batch it delivers; it ends once the key is revoked.",
-        gt=0,
-    )
-    server_console_session_hours: float = _env(
-        "SERVER_CONSOLE_SESSION_HOURS", 12.0, "A console sign-in lasts this long at most.", gt=0
-    )
-    server_console_sessions_per_key: int = _env(
-        "SERVER_CONSOLE_SESSIONS_PER_KEY",
-        20,
-        "Console sessions kept per API key; a new sign-in ends the oldest beyond this.",
-        ge=1,
-    )
 
     # --- limits ----------------------------------------------------------------------
     max_content_bytes: int = _env(
