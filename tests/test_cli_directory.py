@@ -67,3 +67,57 @@ def test_orgs_and_grants(run):
     assert json.loads(run("--as", "dave", "search", "all-hands", "--json").stdout) == []
     run("org", "activate", "acme", "dave")
     assert len(json.loads(run("--as", "dave", "search", "all-hands", "--json").stdout)) == 1
+
+
+# --- issue 20, item 6: --as confines the CLI ------------------------------------------------
+def test_as_refuses_every_trusted_only_command(run):
+    from memchentic.cli import TRUSTED_ONLY
+
+    run("identity", "create", "alice")
+    made = run("--as", "alice", "keys", "create", "--admin", code=2)
+    assert "mck_" not in made.output and "refused under --as" in made.output
+    assert json.loads(run("keys", "list", "--json").stdout) == []  # no key was made
+    argv = {"keys": ["keys", "list"], "backup": ["backup", "x.db"], "restore": ["restore", "x.db"],
+            "migrate": ["migrate", "x.db"]}  # fmt: skip
+    for command in sorted(TRUSTED_ONLY):
+        refused = run("--as", "alice", *argv.get(command, [command]), code=2)
+        assert f"{command} runs as the local owner" in refused.output, command
+    assert {"keys", "reindex", "migrate", "backup", "restore", "check", "serve"} <= TRUSTED_ONLY
+    # directory commands run as the identity, whose rules refuse what it may not do
+    assert "trusted" in run("--as", "alice", "identity", "create", "mallory", code=2).output
+    assert "trusted" in run("--as", "alice", "org", "create", "acme", code=2).output
+    assert [i["name"] for i in json.loads(run("identity", "list", "--json").stdout)] == ["alice"]
+
+
+def test_an_empty_identity_is_refused_not_trusted(run):
+    run("add", "The owner's private note")
+    for empty in ("", "  "):
+        out = run("--as", empty, "list", "--json", code=2)
+        assert "--as" in out.output and "owner's private note" not in out.output
+    mcp = run("mcp", "--identity", "", code=2)
+    assert "--identity" in mcp.output
+
+
+def test_reindex_as_an_identity_is_refused_by_the_library(tmp_path: Path):
+    from memchentic import Memory, ValidationError
+
+    with Memory(store=str(tmp_path / "m.db"), embedder="hash") as mem:
+        with pytest.raises(ValidationError) as err:
+            mem.as_identity("alice").reindex()
+        assert err.value.field == "principal"
+
+
+def test_group_invitations_through_the_cli(run):
+    for name in ("alice", "bob"):
+        run("identity", "create", name)
+    run("--as", "alice", "group", "create", "core", "--member", "bob")
+    run("--as", "alice", "add", "Core team meets on Mondays", "--namespace", "group:core")
+    assert json.loads(run("--as", "bob", "search", "core meets Mondays", "--json").stdout) == []
+    pending = json.loads(run("--as", "bob", "group", "invitations", "--json").stdout)
+    assert [(i["team_name"], i["invited_by"]) for i in pending] == [("core", "alice")]
+    invited = run("--as", "alice", "group", "add-member", "core", "nobody")
+    assert "invited nobody" in invited.output  # the same answer as for a real identity
+    run("--as", "bob", "group", "accept", "core")
+    found = json.loads(run("--as", "bob", "search", "core meets Mondays", "--json").stdout)
+    assert [h["text"] for h in found] == ["Core team meets on Mondays"]
+    assert "no invitation" in run("--as", "bob", "group", "decline", "core").output

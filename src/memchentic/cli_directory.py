@@ -167,8 +167,8 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         _show(found, as_json, ["team_name", "identity_id", "role", "invited_by", "created_at"])
 
     invitations.__doc__ = (
-        f"List pending invitations to {kind}s (yours, under --as).\n\n"
-        f"    Example: memchentic --as bob {kind} invitations"
+        f"List pending invitations to {kind}s (yours, under --as NAME).\n\n"
+        f"    Example: memchentic --as bob {kind} invitations  (memchentic {kind} invitations)"
     )
 
     @app.command("accept")
@@ -178,8 +178,8 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
     accept.__doc__ = (
-        f"Accept an invitation to a {kind} and join it.\n\n"
-        f"    Example: memchentic --as bob {kind} accept core"
+        f"Accept an invitation to a {kind} and join it; run it as the invitee (--as).\n\n"
+        f"    Example: memchentic --as bob {kind} accept core  (memchentic {kind} accept NAME)"
     )
 
     @app.command("decline")
@@ -189,8 +189,8 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         typer.echo("declined" if done else f"there was no invitation to {kind}:{team}")
 
     decline.__doc__ = (
-        f"Decline an invitation to a {kind}.\n\n"
-        f"    Example: memchentic --as bob {kind} decline core"
+        f"Decline an invitation to a {kind}; run it as the invitee (--as).\n\n"
+        f"    Example: memchentic --as bob {kind} decline core  (memchentic {kind} decline NAME)"
     )
 
     @app.command("remove-member")
