@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from memchentic import Memory, ValidationError
+from memchentic.graph.ask import NO_ANSWER
 from memchentic.llm import ChatClient
 
 from .conftest import TableEmbedder
@@ -237,17 +238,24 @@ def chat_server():
     server.server_close()
 
 
+def _rosa(mem: Memory) -> dict[str, str]:
+    return {
+        "moved": mem.add("Rosa moved to Oslo last spring", user_id="r", type="episodic").id,
+        "job": mem.add("Rosa teaches chemistry in Oslo", user_id="r", type="fact").id,
+        "skiing": mem.add("Rosa enjoys skiing", user_id="r", type="preference").id,
+        "tabs": mem.add("The team prefers tabs over spaces", user_id="r", type="preference").id,
+    }
+
+
 def test_ask_returns_cited_passages_and_a_grounded_answer(mem: Memory, chat_server):
-    moved = mem.add("Rosa moved to Oslo last spring", user_id="r", type="episodic").id
-    job = mem.add("Rosa teaches chemistry in Oslo", user_id="r", type="fact").id
-    mem.add("Rosa enjoys skiing", user_id="r", type="preference")
+    ids = _rosa(mem)
     plain = mem.ask("Where did Rosa move?", user_id="r")
-    assert plain.answer is None
-    assert plain.passages[0].memory.id == moved and plain.passages[0].score == 1.0
+    assert plain.answer is None and plain.answerable
+    assert plain.passages[0].memory.id == ids["moved"]
     assert [p.citation for p in plain.passages] == list(range(1, len(plain.passages) + 1))
-    assert all(p.score == 1 - i / 100 for i, p in enumerate(plain.passages))
-    hop = {p.memory.id: p.via for p in plain.passages}
-    assert hop[job].startswith(("entity:", "edge:"))  # reached by one hop, not by search
+    scores = [p.score for p in plain.passages]
+    assert scores == sorted(scores, reverse=True)
+    assert ids["tabs"] not in {p.memory.id for p in plain.passages}  # no evidence, no hop
     client = ChatClient(chat_server, "m")
     try:
         answered = mem.ask("Where did Rosa move?", user_id="r", chat=client)
@@ -256,3 +264,38 @@ def test_ask_returns_cited_passages_and_a_grounded_answer(mem: Memory, chat_serv
     assert answered.answer == "Rosa moved to Oslo [1]."
     sent = _ChatHandler.requests[-1]["messages"][-1]["content"]
     assert "[1] Rosa moved to Oslo last spring" in sent
+
+
+def test_ask_cites_every_type_with_its_search_score(mem: Memory):
+    """Issue 20, item 11: ask searched the four general types only (facts and
+    preferences were never cited) and scored passages ``1 - i/100``."""
+    ids = _rosa(mem)
+    questions = [("Who teaches chemistry?", "job"), ("Who enjoys skiing?", "skiing")]
+    for question, expected in questions:
+        mem.search(question, user_id="r")  # counts the recalls (debounced) before both
+        answer = mem.ask(question, user_id="r")
+        searched = {h.id: h.score for h in mem.search(question, user_id="r")}
+        first = answer.passages[0]
+        assert (first.memory.id, first.via) == (ids[expected], "search")
+        assert first.memory.type in {"fact", "preference"}
+        for p in answer.passages:
+            if p.via == "search":
+                assert p.score == pytest.approx(searched[p.memory.id], rel=1e-4)
+        assert first.score < 0.1  # an rrf score, not the old positional 1.0
+
+
+def test_ask_says_when_memory_cannot_answer(mem: Memory, chat_server):
+    """Issue 20, item 11: an unanswerable question got the nearest memories cited."""
+    _rosa(mem)
+    question = "What is the capital of Mars?"
+    assert mem.search(question, user_id="r")  # search always returns the nearest...
+    sent = len(_ChatHandler.requests)
+    client = ChatClient(chat_server, "m")
+    try:
+        out = mem.ask(question, user_id="r", chat=client)
+    finally:
+        client.close()
+    assert (out.passages, out.answerable, out.answer) == ([], False, NO_ANSWER)
+    assert len(_ChatHandler.requests) == sent  # ...ask asks no model to guess from them
+    assert out.to_dict()["answerable"] is False and out.to_dict()["passages"] == []
+    assert mem.ask("What is the capital of Mars?", user_id="nobody").answerable is False

@@ -196,6 +196,22 @@ def test_graph_sessions_and_context(live: Live):
     assert "Project Falcon ships in March" in ctx["text"]
 
 
+def test_ask_cites_facts_and_says_when_it_cannot_answer(live: Live):
+    """Issue 20, item 11, through HTTP: ask cites a fact with its search score, only
+    the caller's own memories, and answers an unanswerable question with no citation."""
+    alice, bob = live.http("alice"), live.http("bob")
+    fact = _add(alice, "Alice's locker code at the gym is kept in her wallet", type="fact")
+    _add(bob, "Bob's locker code at the gym is kept in his car", type="fact")
+    body = alice.post("/v1/ask", json={"question": "Where is the gym locker code kept?"}).json()
+    assert body["answerable"] is True
+    assert body["passages"][0]["id"] == fact["id"] and body["passages"][0]["via"] == "search"
+    assert 0 < body["passages"][0]["score"] < 1
+    assert all("Bob" not in p["text"] for p in body["passages"])
+    none = alice.post("/v1/ask", json={"question": "What is the capital of Mars?"}).json()
+    assert (none["answerable"], none["passages"]) == (False, [])
+    assert "cannot answer" in none["answer"]
+
+
 def test_events_stream_is_filtered_by_what_the_caller_may_see(live: Live):
     alice, bob = live.http("alice"), live.http("bob")
     stream_client = live.http("bob", timeout=httpx.Timeout(10, read=10))

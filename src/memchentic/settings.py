@@ -88,6 +88,14 @@ class Settings(BaseSettings):
     )
     chat_model: str = _env("CHAT_MODEL", "gpt-4o-mini", "Chat model name.")
     chat_api_key: str | None = _env("CHAT_API_KEY", None, "Key for the chat endpoint.")
+    ask_min_similarity: float = _env(
+        "ASK_MIN_SIMILARITY",
+        0.35,
+        "ask() cites a search hit only when it matched the question's words or its cosine "
+        "reaches this (tuned on the local MiniLM model); none left = cannot answer.",
+        ge=-1,
+        le=1,
+    )
     hash_embedding_dimension: int = _env(
         "HASH_EMBEDDING_DIMENSION", 384, "Vector size of the hashing embedder.", ge=8
     )

@@ -1,11 +1,14 @@
 """``ask``: the library's question-answering path, separate from ``search``.
 
-It retrieves from the general types (semantic, episodic, emotional, reflective),
-takes one graph hop (edges and shared entities) from those hits, and ranks the
-passages by a plain positional score ``1 - index / 100`` (no decay, no usage,
-no router): direct hits in search order, then each hit's neighbours. With a
-chat model configured (``CHAT_BASE_URL``) it also answers from the passages,
-citing them as [1], [2], ...
+It searches every type the caller can see (facts and preferences too), keeps the
+hits that are evidence for the question (they matched its words, or their cosine
+reaches ``ASK_MIN_SIMILARITY``), and takes one graph hop (edges and shared
+entities) from those. A passage found by search scores its search score; one
+reached by a hop scores its parent's score times the link's strength (the edge's
+``strength``, or ``n / (n + 1)`` for ``n`` shared entities). Passages are cited
+[1], [2], ... best first. With a chat model configured (``CHAT_BASE_URL``) it also
+answers from the passages. When no hit is evidence, the answer says memory cannot
+answer and cites nothing (no chat call is made).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..record import GENERAL_TYPES, MemoryRecord
+from ..record import MemoryRecord, SearchHit
 
 if TYPE_CHECKING:
     from ..llm import ChatClient
@@ -23,6 +26,12 @@ SYSTEM_PROMPT = (
     "Answer the question using only the numbered passages from memory. Cite the "
     "passages you use as [n]. If the passages do not hold the answer, say you do not know."
 )
+
+#: The answer when no memory is evidence for the question.
+NO_ANSWER = "I cannot answer that from memory: nothing stored matches the question."
+
+#: Most passages one answer cites.
+MAX_PASSAGES = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,28 +51,42 @@ class Answer:
     question: str
     passages: list[Passage] = field(default_factory=list)
     answer: str | None = None
+    #: False when no memory is evidence for the question (then ``answer`` says so).
+    answerable: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.question, "answer": self.answer,
+                "answerable": self.answerable,
                 "passages": [p.to_dict() for p in self.passages]}  # fmt: skip
 
 
+def is_evidence(hit: SearchHit, min_similarity: float) -> bool:
+    """A hit that says something about the question: the keyword stage matched it
+    (past its floor), or its meaning is close enough. Search itself always returns
+    the nearest memories, related or not."""
+    trace = hit.trace or {}
+    return trace.get("keyword_rank", 0.0) > 0 or trace.get("cosine", 0.0) >= min_similarity
+
+
 def ask(mem: Memory, question: str, *, limit: int, chat: ChatClient | None, **scope: Any) -> Answer:
-    hits = mem.search(question, type=list(GENERAL_TYPES), limit=limit, **scope)
-    chosen: list[tuple[MemoryRecord, str]] = [(h.memory, "search") for h in hits]
+    hits = mem.search(question, limit=limit, include_trace=True, **scope)
+    hits = [h for h in hits if is_evidence(h, mem.settings.ask_min_similarity)]
+    chosen: list[tuple[MemoryRecord, float, str]] = [(h.memory, h.score, "search") for h in hits]
     seen = {h.id for h in hits}
     now = mem._now(None)
     flt = mem._read_filter(now=now, **_scope_only(scope))
     for hit in hits:
-        for other, via in mem._adjacent(hit.id, flt, limit):
+        for other, via, strength in mem._adjacent(hit.memory, flt, limit):
             if other.id not in seen and not other.superseded_by and not other.is_expired(now):
                 seen.add(other.id)
-                chosen.append((other, via))
-    chosen = chosen[:100]
+                chosen.append((other, hit.score * strength, via))
+    chosen.sort(key=lambda c: -c[1])  # stable: a hop never outranks the hit it came from
     result = Answer(question)
-    for index, (record, via) in enumerate(chosen):
-        result.passages.append(Passage(index + 1, record, 1 - index / 100, via))
-    if chat is not None and result.passages:
+    for index, (record, score, via) in enumerate(chosen[:MAX_PASSAGES]):
+        result.passages.append(Passage(index + 1, record, score, via))
+    if not result.passages:
+        result.answer, result.answerable = NO_ANSWER, False
+    elif chat is not None:
         listing = "\n".join(f"[{p.citation}] {p.memory.content}" for p in result.passages)
         result.answer = chat.complete([
             {"role": "system", "content": SYSTEM_PROMPT},

@@ -206,17 +206,17 @@ class GraphMixin:
         start = self._visible(memory_id)
         flt = self._read_filter(user_id=None, agent_id=None, namespace=None, now=utcnow())
         seen = {start.id}
-        frontier = [start.id]
+        frontier = [start]
         found: list[Neighbour] = []
         for level in range(1, depth + 1):
-            nxt: list[str] = []
+            nxt: list[MemoryRecord] = []
             for current in frontier:
-                for other, via in self._adjacent(current, flt, limit):
+                for other, via, _strength in self._adjacent(current, flt, limit):
                     if other.id in seen:
                         continue
                     seen.add(other.id)
-                    found.append(Neighbour(other, level, via, current))
-                    nxt.append(other.id)
+                    found.append(Neighbour(other, level, via, current.id))
+                    nxt.append(other)
             frontier = nxt
             if len(found) >= limit:
                 break
@@ -252,9 +252,11 @@ class GraphMixin:
         limit: int = 10,
         chat: ChatClient | None = None,
     ) -> Answer:
-        """Answer a question from memory (see ``graph/ask.py``): passages from the general
-        types plus one graph hop, positionally ranked, with citations; and an answer
-        when a chat model is given or configured (``CHAT_BASE_URL``)."""
+        """Answer a question from memory (see ``graph/ask.py``): the search hits that are
+        evidence for it (any type) plus one graph hop, ranked by their search scores,
+        with citations; and an answer when a chat model is given or configured
+        (``CHAT_BASE_URL``). When nothing stored matches, ``answerable`` is False, the
+        answer says memory cannot answer, and nothing is cited."""
         from ..llm import ChatClient
         from .ask import ask
 
@@ -263,15 +265,19 @@ class GraphMixin:
                    user_id=user_id, agent_id=agent_id, namespace=namespace)  # fmt: skip
 
     def _adjacent(
-        self, memory_id: str, flt: MemoryFilter, limit: int
-    ) -> builtins.list[tuple[MemoryRecord, str]]:
-        out: list[tuple[MemoryRecord, str]] = []
+        self, record: MemoryRecord, flt: MemoryFilter, limit: int
+    ) -> builtins.list[tuple[MemoryRecord, str, float]]:
+        """The memories one hop from ``record`` the caller can see: (memory, via, the
+        link's strength in 0..1: the edge's, or ``n / (n + 1)`` for n shared entities)."""
+        out: list[tuple[MemoryRecord, str, float]] = []
+        memory_id = record.id
         for edge in self.store.edges(memory_id):
             other_id = edge.target if edge.source == memory_id else edge.source
             other = self.store.get(other_id)
             if other is not None and self.access.can_read(self.principal, other.namespace):
-                out.append((other, f"edge:{edge.kind}"))
+                out.append((other, f"edge:{edge.kind}", edge.strength))
         shared = self.store.entity_neighbours(memory_id, flt, limit=limit)
         records = self.store.get_many([i for i, _ in shared])
-        out += [(records[i], f"entity:{names[0]}") for i, names in shared if i in records]
+        out += [(records[i], f"entity:{names[0]}", len(names) / (len(names) + 1))
+                for i, names in shared if i in records]  # fmt: skip
         return out
