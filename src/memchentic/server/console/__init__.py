@@ -64,7 +64,7 @@ def _caller(request: Request) -> Caller:
 def _cookie_options(request: Request) -> dict[str, Any]:
     """The session cookie's attributes: ``Secure`` when the request came over HTTPS
     (as the app sees it: behind a TLS proxy, the ASGI server must trust its
-    ``X-Forwarded-Proto``, e.g. uvicorn's ``--forwarded-allow-ips``)."""
+    ``X-Forwarded-Proto``: uvicorn trusts the addresses in ``FORWARDED_ALLOW_IPS``)."""
     secure = request.url.scheme == "https"
     return {"httponly": True, "samesite": "strict", "path": "/console", "secure": secure}
 
