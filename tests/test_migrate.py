@@ -29,6 +29,8 @@ def _populate(m: Memory) -> None:
     d.create_identity("bea")
     d.create_identity("sophie", "agent")
     d.create_group("club", admins=["bea"], members=["sophie"])
+    d.create_identity("dave")
+    m.as_identity("bea").directory.add_member("group:club", "dave")  # pending invitation
     d.create_org("acme", admins=["bea"])
     d.grant("federated:acme:bea", "sophie")
     a = m.add("Bea runs the Thursday book club", user_id="bea", tags=["club"], created_at=T0,
@@ -69,6 +71,7 @@ def _everything_else(store: Store) -> dict[str, Any]:
         "identities": [i.to_dict() for i in store.list_identities()],
         "teams": teams,
         "memberships": members,
+        "invitations": [i.to_dict() for i in store.invitations()],
         "grants": [g.to_dict() for g in store.grants()],
         "events": [e.to_dict() for e in store.events(namespaces=None, limit=10_000)],
         "turns": [t.to_dict() for t in store.turns("s1", namespace=None, limit=100)],

@@ -3,8 +3,8 @@
 Everything a store holds is copied through the :class:`~memchentic.store.base.Store`
 interface, so any pair of backends works (SQLite to PostgreSQL and back):
 memories with their vectors exactly as stored (no re-embedding), edges,
-versions, identities, teams (groups and orgs), memberships, grants, events and
-session turns, and the embedder recorded in the store.
+versions, identities, teams (groups and orgs), memberships, pending invitations,
+grants, events and session turns, and the embedder recorded in the store.
 
 Resumable: items are copied in batches, each batch one transaction, and items
 whose id the target already holds are skipped, so an interrupted run is simply
@@ -28,7 +28,7 @@ from .store.base import MemoryFilter, Store
 #: What is copied, in order.
 KINDS: tuple[str, ...] = (
     "memories", "vectors", "edges", "versions", "identities", "teams", "memberships",
-    "grants", "events", "turns",
+    "invitations", "grants", "events", "turns",
 )  # fmt: skip
 #: Meta keys describing the data (others belong to the store that holds them).
 COPIED_META: tuple[str, ...] = ("embedding_model", "embedding_dimension")
@@ -104,6 +104,7 @@ def _keys(store: Store, batch: int) -> dict[str, set[Any]]:
         "identities": {i.id for i in store.list_identities()},
         "teams": {(t.kind, t.id) for kind in TEAM_KINDS for t in store.list_teams(kind)},
         "memberships": {(m.team_kind, m.team_id, m.identity_id) for m in _memberships(store)},
+        "invitations": {(i.team_kind, i.team_id, i.identity_id) for i in store.invitations()},
         "grants": {(g.namespace, g.grantee) for g in store.grants()},
         "events": {e.id for e in _events(store, batch)},
         "turns": {t.id for t in _turns(store)},
@@ -173,6 +174,8 @@ def migrate(
          lambda t: (t.kind, t.id), target.save_team),
         ("memberships", _memberships(source),
          lambda m: (m.team_kind, m.team_id, m.identity_id), target.save_membership),
+        ("invitations", iter(source.invitations()),
+         lambda i: (i.team_kind, i.team_id, i.identity_id), target.save_invitation),
         ("grants", iter(source.grants()), lambda g: (g.namespace, g.grantee), target.save_grant),
         ("events", _events(source, batch), lambda e: e.id, target.add_event),
         ("turns", _turns(source), lambda t: t.id, target.add_turn),
