@@ -16,6 +16,7 @@ from .errors import (
     EmbedderError,
     EmbedderMismatchError,
     ForbiddenError,
+    LimitError,
     MemchenticError,
     NamespaceError,
     NotAStoreError,
@@ -111,7 +112,9 @@ def error(status: int, payload: Any) -> MemchenticError:
     code = str(info.get("code", "error"))
     message = str(info.get("message", f"HTTP {status}"))
     exc: MemchenticError
-    if code in ("invalid", "invalid_namespace"):
+    if code == "limit_exceeded":
+        exc = _limit(info, message)
+    elif code in ("invalid", "invalid_namespace"):
         cls = NamespaceError if code == "invalid_namespace" else ValidationError
         field = str(info.get("field", ""))
         exc = cls(field, str(info.get("rule", message)), message)
@@ -123,4 +126,16 @@ def error(status: int, payload: Any) -> MemchenticError:
         exc = _SIMPLE[code](message)
     else:
         exc = ServerError(message, code=code, status=status)
+    return exc
+
+
+def _limit(info: dict[str, Any], message: str) -> LimitError:
+    try:
+        limit = int(info.get("limit", 0))
+    except (TypeError, ValueError):
+        limit = 0
+    exc = LimitError(str(info.get("field", "")), str(info.get("setting", "")), limit, 0)
+    exc.rule = str(info.get("rule", message))
+    exc.message = message
+    exc.args = (message,)
     return exc

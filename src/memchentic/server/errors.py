@@ -21,6 +21,7 @@ from ..errors import (
     AuthError,
     EmbedderError,
     ForbiddenError,
+    LimitError,
     MemchenticError,
     NotFoundError,
     StoreError,
@@ -34,6 +35,7 @@ STATUS: tuple[tuple[type[MemchenticError], int], ...] = (
     (AuthError, 401),
     (NotFoundError, 404),
     (ForbiddenError, 403),
+    (LimitError, 413),  # more work than a setting allows
     (ValidationError, 422),
     (StoreError, 503),
     (EmbedderError, 502),

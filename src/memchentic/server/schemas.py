@@ -63,7 +63,8 @@ class AddRequest(Scope):
 
 
 class AddManyRequest(_Strict):
-    items: Annotated[list[AddRequest], Field(min_length=1, max_length=1000)]
+    #: At most MAX_WRITES_PER_CALL (the library checks it: a 413 naming the setting).
+    items: Annotated[list[AddRequest], Field(min_length=1)]
 
 
 class ReviseRequest(_Strict):
@@ -113,6 +114,7 @@ class SearchRequest(Scope):
 class RecallRequest(Scope):
     entity: Text
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+    as_of: Time | None = None
 
 
 class RelateRequest(_Strict):
@@ -129,6 +131,7 @@ class ContextRequest(Scope):
     budget_tokens: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
     recent_turns: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    as_of: Time | None = None
 
 
 class TurnRequest(Scope):
@@ -148,7 +151,7 @@ class LearnRequest(Scope):
 
 
 class ManageRequest(Scope):
-    operations: Annotated[list[dict[str, Any]], Field(max_length=1000)]
+    operations: list[dict[str, Any]]  # at most MAX_WRITES_PER_CALL (checked by manage)
     session_id: Text | None = None
 
 

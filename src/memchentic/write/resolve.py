@@ -25,6 +25,7 @@ from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
 from ..store.base import MemoryFilter, Neighbour, Store
 from ..store.vectors import unit_rows
+from .slot_history import bounded_history, metadata_changes
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -51,13 +52,20 @@ class WriteContext:
 
 
 def snapshot(record: MemoryRecord) -> dict[str, object]:
+    """The whole record, for the first version (bounded by the input limits)."""
     return record.to_dict()
 
 
 def diff(before: MemoryRecord, after: MemoryRecord) -> dict[str, list[object]]:
-    """Changed fields as ``{field: [before, after]}`` (JSON-ready)."""
+    """Changed fields as ``{field: [before, after]}`` (JSON-ready); of ``metadata`` only
+    the keys that changed, and of its history only what joined and how many left
+    (:func:`~memchentic.write.slot_history.metadata_changes`)."""
     old, new = before.to_dict(), after.to_dict()
-    return {k: [old[k], new[k]] for k in new if old.get(k) != new[k]}
+    out: dict[str, list[object]] = {
+        k: [old[k], new[k]] for k in new if k != "metadata" and old.get(k) != new[k]
+    }
+    out.update(metadata_changes(before.metadata, after.metadata))
+    return out
 
 
 def record_version(
@@ -306,20 +314,18 @@ def _neighbours(
 def _update_slot(
     ctx: WriteContext, existing: MemoryRecord, new: MemoryRecord, vector: np.ndarray
 ) -> WriteResult:
-    history = list(existing.metadata.get("history", []))
+    replaced = None
     if existing.content != new.content:
-        history.append(
-            {
-                "content": existing.content,
-                "updated_at": existing.updated_at.isoformat() if existing.updated_at else None,
-                "replaced_at": ctx.now.isoformat(),
-            }
-        )
+        replaced = {
+            "content": existing.content,
+            "updated_at": existing.updated_at.isoformat() if existing.updated_at else None,
+            "replaced_at": ctx.now.isoformat(),
+        }
     updated = replace(
         existing,
         **{f: getattr(new, f) for f in _SLOT_FIELDS},
-        updated_at=ctx.now,
-        metadata={**existing.metadata, **new.metadata, "history": history},
+        updated_at=ctx.now,  # the history is bounded; the versions keep every value
+        metadata=bounded_history(existing.metadata, new.metadata, replaced, ctx.settings),
     )
     update_with_version(ctx, existing, updated, "slot_update", vector)
     return WriteResult("updated", existing.id, [existing.id], memory=updated)
