@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -153,36 +152,31 @@ def test_revoking_the_key_ends_its_console_sessions(live: Live):
     assert "console-revoke" not in first.get("/console/login").text
 
 
-def _table(tmp_path: Path, *, per_key: int) -> tuple[Memory, KeyRing, ConsoleSessions]:
-    mem = Memory(store=str(tmp_path / "memory.db"), embedder="hash")
+def test_sessions_end_when_they_expire_and_are_bounded_per_key(make_mem: Callable[..., Memory]):
+    mem = make_mem()  # the session table lives in the store: both backends
     mem.directory.create_identity("alice")
     ring = KeyRing(mem.store)
-    return mem, ring, ConsoleSessions(ring, hours=1.0, per_key=per_key)
-
-
-def test_sessions_end_when_they_expire_and_are_bounded_per_key(tmp_path: Path):
-    mem, ring, sessions = _table(tmp_path, per_key=2)
-    with mem:
-        key, record = ring.create(identity="alice")
-        assert sessions.open("mck_not-a-key") is None
-        a, b, c = (sessions.open(key) for _ in range(3))
-        assert a and b and c and len({a, b, c}) == 3
-        assert sessions.key(a) is None  # the oldest beyond SESSIONS_PER_KEY went
-        assert sessions.key(b) == sessions.key(c) == record
-        # a session past its end is refused
-        table = json.loads(mem.store.get_meta(META_KEY) or "{}")
-        for entry in table.values():
-            entry["expires_at"] = "2000-01-01T00:00:00.000000+00:00"
-        mem.store.set_meta(META_KEY, json.dumps(table))
-        assert sessions.key(b) is None and sessions.key(c) is None
-        # the next sign-in prunes expired sessions and those of revoked keys
-        other, other_record = ring.create(identity="alice", name="other")
-        kept = sessions.open(other)
-        assert ring.revoke(other_record.id)
-        assert sessions.key(kept) is None
-        fresh = sessions.open(key)
-        assert fresh and len(json.loads(mem.store.get_meta(META_KEY) or "{}")) == 1
-        assert sessions.close(fresh) and not sessions.close(fresh)
-        assert sessions.key(fresh) is None
-        for junk in (None, "", "x" * 10_000):
-            assert sessions.key(junk) is None
+    sessions = ConsoleSessions(ring, hours=1.0, per_key=2)
+    key, record = ring.create(identity="alice")
+    assert sessions.open("mck_not-a-key") is None
+    a, b, c = (sessions.open(key) for _ in range(3))
+    assert a and b and c and len({a, b, c}) == 3
+    assert sessions.key(a) is None  # the oldest beyond SERVER_CONSOLE_SESSIONS_PER_KEY went
+    assert sessions.key(b) == sessions.key(c) == record
+    # a session past its end is refused
+    table = json.loads(mem.store.get_meta(META_KEY) or "{}")
+    for entry in table.values():
+        entry["expires_at"] = "2000-01-01T00:00:00.000000+00:00"
+    mem.store.set_meta(META_KEY, json.dumps(table))
+    assert sessions.key(b) is None and sessions.key(c) is None
+    # the next sign-in prunes expired sessions and those of revoked keys
+    other, other_record = ring.create(identity="alice", name="other")
+    kept = sessions.open(other)
+    assert ring.revoke(other_record.id)
+    assert sessions.key(kept) is None
+    fresh = sessions.open(key)
+    assert fresh and len(json.loads(mem.store.get_meta(META_KEY) or "{}")) == 1
+    assert sessions.close(fresh) and not sessions.close(fresh)
+    assert sessions.key(fresh) is None
+    for junk in (None, "", "x" * 10_000):
+        assert sessions.key(junk) is None
