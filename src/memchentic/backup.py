@@ -38,6 +38,7 @@ from .io import export_jsonl, import_jsonl
 from .settings import Settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
+from .store.sqlite_files import PARTIAL, remove_leftovers
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _EVERYTHING = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
@@ -105,10 +106,12 @@ def backup(
     verify: bool = True,
 ) -> BackupResult:
     """Back ``store`` up to the new file ``dest`` (physical for SQLite unless
-    ``logical``); with ``verify``, a physical copy is opened and checked."""
+    ``logical``); with ``verify``, a physical copy is opened and checked. Hidden
+    partial copies that killed backups left in that folder are removed first."""
     target = Path(dest).expanduser()
     if target.exists():
         raise ValidationError("dest", f"{target} exists; choose a new file")
+    remove_leftovers(target.parent, [PARTIAL])
     physical = getattr(store, "backup_to", None)
     if physical is not None and not logical:
         size = physical(target)

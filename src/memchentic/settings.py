@@ -26,6 +26,7 @@ from .errors import ValidationError
 Profile = Literal["rrf", "cosine_decay", "hybrid"]
 SecretPolicy = Literal["refuse", "redact", "allow"]
 DuplicatePolicy = Literal["refuse", "reinforce", "keep"]
+WriteResolver = Literal["rules", "chat"]
 
 
 def _env(name: str, default: Any, description: str, **kw: Any) -> Any:
@@ -223,6 +224,16 @@ class Settings(BaseSettings):
     contradiction_threshold: float = _env(
         "CONTRADICTION_THRESHOLD", 0.8, "Cosine at which opposite polarity supersedes.", ge=0, le=1
     )
+    update_threshold: float = _env(
+        "UPDATE_THRESHOLD", 0.4,
+        "Cosine from which a stored entry is compared with a new one as a possible update, "
+        "contradiction or duplicate (the words decide; docs/decisions.md).", ge=0, le=1,
+    )  # fmt: skip
+    write_resolver: WriteResolver = _env(
+        "WRITE_RESOLVER", "rules",
+        "Who decides duplicates and updates: rules (no network) or chat (the chat model at "
+        "CHAT_BASE_URL, the rules when it fails).",
+    )  # fmt: skip
     guide_merge_threshold: float = _env(
         "GUIDE_MERGE_THRESHOLD", 0.92, "Cosine at which a guide merges into another.", ge=0, le=1
     )
@@ -339,6 +350,12 @@ class Settings(BaseSettings):
     )
     max_tags: int = _env("MAX_TAGS", 64, "Tags per memory.", ge=0)
     max_metadata_bytes: int = _env("MAX_METADATA_BYTES", 64 * 1024, "Metadata JSON size.", ge=2)
+    secure_delete: bool = _env(
+        "SECURE_DELETE",
+        True,
+        "SQLite: overwrite deleted content in the file and empty the WAL after each "
+        "write that deleted some (docs/reliability.md).",
+    )
     max_metadata_depth: int = _env(
         "MAX_METADATA_DEPTH",
         32,

@@ -40,6 +40,7 @@ def open_store(location: str, settings: Settings) -> Store:
         common_window=settings.search_common_window,
         exact_vector_rows=settings.search_exact_vector_rows,
         title_weight=settings.search_title_weight,
+        secure_delete=settings.secure_delete,
     )
 
 

@@ -220,7 +220,7 @@ def open_location(url: str) -> PgLocation:
         path = sql.SQL(", ").join(sql.Identifier(n) for n in dict.fromkeys([schema, ext_schema]))
         conn.execute(sql.SQL("SET search_path TO {}").format(path))
         _check_is_store(conn, schema, display)
-        migrate(conn, lock_key(APP_ID, schema, "migrate"))
+        migrate(conn, lock_key(APP_ID, schema, "migrate"), display)
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('app', %s) ON CONFLICT (key) DO NOTHING",
             (APP_ID,),

@@ -34,12 +34,13 @@ from ..lifetime import DecayScan
 from ..record import AFFIRMATIVE, Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
-from .migrations.sqlite import TOKENIZER, migrate
+from .migrations.sqlite import MIGRATIONS, TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
 from .sqlite_directory import SQLiteDirectory
 from .sqlite_extra import SQLiteExtras
+from .sqlite_files import make_folder, open_error, probe, store_leftovers, truncate_wal
 from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import (
     COLUMNS,
@@ -99,8 +100,12 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         common_window: int = 1000,
         exact_vector_rows: int = 20000,
         title_weight: float = 3.0,
+        secure_delete: bool = True,
     ) -> None:
         self.path = Path(path).expanduser()
+        #: Deleted content is overwritten in the file, and the WAL emptied after
+        #: each write that deleted some (docs/reliability.md, "Deleting").
+        self.secure_delete = secure_delete
         self.location = str(self.path)
         self.common_term_docs = common_term_docs
         self.common_window = common_window
@@ -117,8 +122,11 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         self._index_lock = threading.RLock()
         self._closed = False
         self.checkpointer = Checkpointer(self._checkpoint_connection)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path)
+        # Read-only first: a file this code must refuse is left exactly as it was.
+        probe(self.path, len(MIGRATIONS))
         self._open()
+        store_leftovers(self.path)
 
     # --- connections ----------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -129,9 +137,11 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             )  # fmt: skip
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
+        conn.store_path = self.location
         try:
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA secure_delete = {'ON' if self.secure_delete else 'OFF'}")
             conn.execute("PRAGMA synchronous = NORMAL")
             # Checkpoints run on a thread of their own (sqlite_checkpoint): a commit
             # makes one itself only past this many pages of WAL.
@@ -154,7 +164,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             conn.close()
             if exc.locked:
                 raise
-            raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
+            raise open_error(exc, self.path) from exc
         with self._conns_lock:
             self._conns.append(conn)
         return conn
@@ -181,13 +191,13 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         except SQLiteStoreError as exc:
             if exc.locked:
                 raise
-            raise NotAStoreError(f"{self.path} is not a memchentic store ({exc})") from exc
+            raise open_error(exc, self.path) from exc
         if tables and "meta" not in tables:
             raise NotAStoreError(f"{self.path} is not a memchentic store (no meta table)")
         if "meta" in tables and self.get_meta("app") != APP_ID:
             raise NotAStoreError(f"{self.path} is not a memchentic store")
         with self.write():
-            migrate(conn)
+            migrate(conn, self.location)
             if self.get_meta("app") is None:
                 self.set_meta("app", APP_ID)
                 self.set_meta("index_epoch", str(time.time_ns()))
@@ -209,6 +219,12 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             for conn in self._conns:
                 conn.close()
             self._conns.clear()
+
+    def _erased(self) -> None:
+        """Note, inside a write, that it deleted content: with ``secure_delete`` the
+        WAL, which still holds the pages as they were, is emptied after the commit."""
+        if self.secure_delete:
+            self._local.erased = True
 
     @property
     def _index_path(self) -> Path:
@@ -237,6 +253,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             conn.execute("COMMIT")
             self.checkpointer.committed(conn.total_changes - changes_at_start)
         except BaseException:
+            self._local.erased = False
             if conn.in_transaction:  # SQLite may have rolled back already (disk full)
                 with contextlib.suppress(SQLiteStoreError):
                     conn.execute("ROLLBACK")
@@ -249,6 +266,9 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 ):
                     self._index = None
             raise
+        if getattr(self._local, "erased", False):
+            self._local.erased = False
+            truncate_wal(conn)
 
     # --- metadata -------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -360,6 +380,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             self.conn.execute(
                 "UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,)
             )
+            self._erased()
         return True
 
     def get(self, memory_id: str) -> MemoryRecord | None:
@@ -959,6 +980,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         """Drop a memory's versions (their snapshots hold its content)."""
         with self.write():
             self.conn.execute("DELETE FROM versions WHERE memory_id = ?", (memory_id,))
+            self._erased()
 
     def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:
         cond, params = where(flt)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import StoreCorruptError, StoreError
 from .integrity import EXAMPLES, IntegrityReport, found, vector_problems
 from .migrations.sqlite import MIGRATIONS
 from .sqlite_conn import SQLiteStoreError
@@ -58,17 +58,26 @@ class SQLiteCheck:
     def check(self) -> dict[str, Any]:
         """Every check of :mod:`memchentic.store.integrity`; see :meth:`Store.check`."""
         report = IntegrityReport("sqlite", self.location)
-        with self.write():  # type: ignore[attr-defined]
-            self._check_schema(report)
-            self._check_rows(report)
-            dimension = self._check_vectors(report)
-            self._check_keywords(report)
-            self._check_vector_log(report)
-            self._check_vector_index(report, dimension)
-            self._check_links(report)
-            rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
-            report.record("database", [] if rows == ["ok"] else rows[:EXAMPLES])
+        try:
+            with self.write():  # type: ignore[attr-defined]
+                self._check_schema(report)
+                self._check_rows(report)
+                dimension = self._check_vectors(report)
+                self._check_keywords(report)
+                self._check_vector_log(report)
+                self._check_vector_index(report, dimension)
+                self._check_links(report)
+                self._check_database(report)
+        except StoreCorruptError as exc:  # a damaged page stopped a check: say where
+            report.record("database", [exc.message])
+            with contextlib.suppress(StoreError):
+                self._check_database(report)
         return report.to_dict()
+
+    def _check_database(self, report: IntegrityReport) -> None:
+        """SQLite's own check of every page and index (``PRAGMA integrity_check``)."""
+        rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check").fetchall()]
+        report.record("database", [] if rows == ["ok"] else rows[:EXAMPLES])
 
     def _check_schema(self, report: IntegrityReport) -> None:
         report.schema_version = self.schema_version()  # type: ignore[attr-defined]

@@ -13,11 +13,13 @@ Every statement of :class:`~memchentic.store.sqlite.SQLiteStore` runs through a
   :class:`~memchentic.errors.StoreError`, so callers never see ``sqlite3`` errors.
   (Input checks refuse such values first; this is the last line of defence.)
 
-Only ``execute`` and ``executemany`` are guarded, not the steps of a cursor after
-its first row. In WAL mode a statement takes its read snapshot on its first step,
-which ``execute`` runs, so a later step cannot find the database locked; an I/O
-error while iterating a cursor would still surface as ``sqlite3`` (a broken disk,
-not a busy store).
+* returns a :class:`GuardedCursor`, whose later steps (iterating, ``fetchall``...)
+  translate errors too: a damaged page is often met only there. In WAL mode a
+  statement takes its read snapshot on its first step, which ``execute`` runs, so a
+  later step cannot find the database locked and is never retried;
+* raises :class:`SQLiteCorruptError` (a :class:`~memchentic.errors.StoreCorruptError`
+  naming the file) when SQLite finds the file damaged (``SQLITE_CORRUPT``,
+  ``SQLITE_NOTADB``).
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import StoreCorruptError, StoreError
 
 #: Attempts of a statement that finds the database locked (outside a transaction).
 READ_RETRIES = 8
@@ -60,24 +62,98 @@ class SQLiteStoreError(StoreError):
         super().__init__(f"the store failed ({name}: {cause})" + (f" in: {what}" if what else ""))
 
 
+#: SQLite's names of the errors that mean the file itself is damaged.
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
+def is_damaged(exc: BaseException) -> bool:
+    """True for SQLITE_CORRUPT (a malformed page, index or FTS5 structure) and
+    SQLITE_NOTADB (the header is not a database's)."""
+    cause = exc.sqlite_error if isinstance(exc, SQLiteStoreError) else exc
+    name = getattr(cause, "sqlite_errorname", "") or ""
+    return name.startswith(_DAMAGED)
+
+
+class SQLiteCorruptError(SQLiteStoreError, StoreCorruptError):
+    """SQLite found the store's file damaged; the message names the file and what to do."""
+
+    def __init__(self, cause: Exception, path: str, sql: str = "") -> None:
+        super().__init__(cause, sql)
+        self.path = path
+        self.message = (
+            f"the store {path} is damaged ({cause}); run `memchentic check` to see what "
+            "is affected and restore it from a backup (`memchentic restore`)"
+        )
+        self.args = (self.message,)
+
+
+def store_error(cause: Exception, sql: str, path: str | None) -> SQLiteStoreError:
+    """The store's error for a ``sqlite3`` error: a corrupt one names the file."""
+    if is_damaged(cause):
+        return SQLiteCorruptError(cause, path or "(unknown file)", sql)
+    return SQLiteStoreError(cause, sql)
+
+
+class GuardedCursor(sqlite3.Cursor):
+    """A cursor whose steps after the first (iteration, ``fetch*``) raise the store's
+    errors too; ``fetchall`` and friends cost nothing per row, iteration a little."""
+
+    def _failed(self, exc: Exception) -> SQLiteStoreError:
+        return store_error(exc, "", getattr(self.connection, "store_path", None))
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        step = super().__next__
+        try:
+            while True:
+                try:
+                    row = step()
+                except StopIteration:
+                    return
+                yield row
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+
 class GuardedConnection(sqlite3.Connection):
     """A ``sqlite3.Connection`` whose statements retry transient locks (outside
     transactions) and raise :class:`SQLiteStoreError` instead of ``sqlite3`` errors."""
 
+    #: The file, for errors that name it (set by the store after connecting).
+    store_path: str | None = None
+
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
-        return self._guarded(super().execute, sql, args, retry=True)
+        return self._guarded(sql, args, retry=True)
 
     def executemany(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
         # Parameters may be a one-shot iterator: never re-run, only translate errors.
-        return self._guarded(super().executemany, sql, args, retry=False)
+        return self._guarded(sql, args, retry=False, many=True)
 
     def _guarded(
-        self, call: Callable[..., sqlite3.Cursor], sql: str, args: tuple[Any, ...], *, retry: bool
+        self, sql: str, args: tuple[Any, ...], *, retry: bool, many: bool = False
     ) -> sqlite3.Cursor:
         attempt = 0
         while True:
             try:
-                return call(sql, *args)
+                cursor = self.cursor(GuardedCursor)
+                return (cursor.executemany if many else cursor.execute)(sql, *args)
             except (UnicodeEncodeError, OverflowError) as exc:  # unbindable parameters
                 raise SQLiteStoreError(exc, sql) from exc
             except sqlite3.Error as exc:
@@ -89,6 +165,6 @@ class GuardedConnection(sqlite3.Connection):
                     and not sql.lstrip()[:5].upper().startswith("BEGIN")
                 )
                 if not again:
-                    raise SQLiteStoreError(exc, sql) from exc
+                    raise store_error(exc, sql, self.store_path) from exc
             time.sleep(backoff(attempt))
             attempt += 1

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...clock import utcnow
+from . import refuse_newer
 
 #: The text search configuration of the keyword index: the English snowball
 #: stemmer without a stopword list (stopwords stay searchable, as in SQLite).
@@ -273,11 +274,13 @@ MIGRATIONS: list[Callable[[Any], None]] = [
 ]
 
 
-def migrate(conn: Any, lock_key: int) -> int:
+def migrate(conn: Any, lock_key: int, where: str = "") -> int:
     """Apply the missing migrations on an autocommit connection whose search path
     starts with the store's schema. Each step commits with its record in
     ``schema_migrations``; a session advisory lock on ``lock_key`` keeps two
-    processes from running the same step. Returns the schema version."""
+    processes from running the same step. Returns the schema version. A store whose
+    schema is newer than these migrations is refused (``SchemaTooNewError``, ``where``
+    names it) before anything is applied."""
     conn.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
     try:
         conn.execute(
@@ -285,6 +288,7 @@ def migrate(conn: Any, lock_key: int) -> int:
             "version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)"
         )
         done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        refuse_newer(max(done, default=0), len(MIGRATIONS), where)
         for number, step in enumerate(MIGRATIONS, start=1):
             if number in done:
                 continue

@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ...clock import to_text, utcnow
+from . import refuse_newer
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -256,13 +257,16 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
 ]
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply the missing migrations; the caller holds a write transaction."""
+def migrate(conn: sqlite3.Connection, where: str = "") -> int:
+    """Apply the missing migrations; the caller holds a write transaction. A store
+    whose schema is newer than these migrations is refused (``SchemaTooNewError``,
+    ``where`` names it) before anything is applied."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
     done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    refuse_newer(max(done, default=0), len(MIGRATIONS), where)
     for number, step in enumerate(MIGRATIONS, start=1):
         if number in done:
             continue
