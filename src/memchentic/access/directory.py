@@ -310,7 +310,11 @@ class Directory:
             if who is None or who.id not in current:
                 raise ValidationError("identity", f"{identity} is not a member of {org}")
             role = current[who.id].role
-        return self.add_member(org, identity, role=role, active=active)
+            if role != "admin" or not active:
+                self._keep_an_admin(found, current, who.id, role, active)
+            membership = Membership(found.kind, found.id, who.id, role, active)
+            self.store.save_membership(membership)
+        return membership
 
     def remove_member(self, team: str, identity: str) -> bool:
         """Remove a member (True), or withdraw an invitation (False, as for anyone who
