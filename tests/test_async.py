@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -131,6 +132,25 @@ def test_async_methods_give_the_sync_results(mem: Memory):
         assert await amem.alist(user_id="sam", type="instruction")
 
     asyncio.run(run())
+
+
+def test_async_reads_take_as_of(mem: Memory):
+    """Issue 20, item 12: ``as_of`` in ``alist``, ``arecall`` and ``acontext`` too."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    then = t0 + timedelta(days=10)
+    old = mem.add("Ines coached the chess club", type="fact", entities=["Ines"],
+                  valid_from=t0, valid_to=t0 + timedelta(days=30)).id  # fmt: skip
+    mem.add("Ines coaches the rowing team", type="fact", entities=["Ines"],
+            valid_from=t0 + timedelta(days=30))  # fmt: skip
+    amem = AsyncMemory(mem)
+
+    async def run() -> tuple[list[str], list[str], set[str]]:
+        listed = await amem.alist(as_of=then)
+        recalled = await amem.arecall(entity="Ines", as_of=then)
+        ctx = await amem.acontext("what does Ines coach", as_of=then)
+        return [r.id for r in listed], [h.id for h in recalled], {i.id for i in ctx.items}
+
+    assert asyncio.run(run()) == ([old], [old], {old})
 
 
 def test_async_views_and_lifecycle(tmp_path):

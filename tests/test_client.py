@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,41 @@ def test_the_client_gives_what_memory_gives(pair: tuple[Client, Memory]):
     served, local = _script(pair[0]), _script(pair[1])
     assert served.pop("scores") == pytest.approx(local.pop("scores"), rel=1e-4)
     assert served == local
+
+
+def _as_of_script(mem: Any) -> dict[str, Any]:
+    """Validity and ``as_of`` (issue 20, item 12) through a Memory or a Client."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    then, later = t0 + timedelta(days=100), t0 + timedelta(days=500)
+    job = mem.add("Pia works at the harbour office", type="fact", entities=["Pia"],
+                  valid_from=t0, valid_to=t0 + timedelta(days=365)).id  # fmt: skip
+    home = mem.add("Pia lives above the bakery", type="fact", entities=["Pia"],
+                   valid_from=t0 + timedelta(days=365)).id  # fmt: skip
+    names = {job: "job", home: "home"}
+    out: dict[str, Any] = {}
+    for label, when in [("then", then), ("later", later)]:
+        out[f"list {label}"] = [names[r.id] for r in mem.list(as_of=when)]
+        out[f"recall {label}"] = [names[h.id] for h in mem.recall(entity="Pia", as_of=when)]
+        ctx = mem.context("where does Pia work and live", as_of=when)
+        out[f"context {label}"] = sorted(names[i.id] for i in ctx.items)
+    try:
+        mem.add("Pia rented a boat", valid_from=t0, valid_to=t0 - timedelta(days=1))
+    except ValidationError as exc:
+        out["refused"] = exc.field
+    try:
+        mem.improve(job, valid_to=t0 - timedelta(days=1))
+    except ValidationError as exc:
+        out["improve refused"] = exc.field
+    return out
+
+
+def test_validity_and_as_of_are_the_same_through_the_client(pair: tuple[Client, Memory]):
+    served, local = _as_of_script(pair[0]), _as_of_script(pair[1])
+    assert served == local == {
+        "list then": ["job"], "recall then": ["job"], "context then": ["job"],
+        "list later": ["home"], "recall later": ["home"], "context later": ["home"],
+        "refused": "valid_to", "improve refused": "valid_to",
+    }  # fmt: skip
 
 
 def test_search_rankings_and_scores_match(pair: tuple[Client, Memory]):

@@ -108,6 +108,85 @@ def test_as_of_uses_validity(mem: Memory):
     assert now == {new.id}
 
 
+def test_valid_to_before_valid_from_is_refused_by_every_write(mem: Memory):
+    """Issue 20, item 12: ``add`` and ``improve`` accepted a validity that ends before
+    it begins (and no ``as_of`` could ever find such a memory)."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    before = t0 - timedelta(days=1)
+    bad_writes = [
+        lambda: mem.add("Ezra rents the loft", valid_from=t0, valid_to=before),
+        lambda: mem.add("Ezra rented the loft", created_at=t0, valid_to=before),  # from created
+        lambda: mem.add_many([{"content": "Ezra rents a flat", "valid_from": t0,
+                               "valid_to": before}]),  # fmt: skip
+    ]
+    for write in bad_writes:
+        with pytest.raises(ValidationError) as err:
+            write()
+        assert err.value.field == "valid_to" and "valid_from" in str(err.value)
+    assert mem.list(include_expired=True) == []
+    ok = mem.add("Ezra rents the studio", valid_from=t0, valid_to=t0 + timedelta(days=30))
+    assert mem.add("Ezra visited once", valid_from=t0, valid_to=t0).status == "added"
+    for change in [
+        lambda: mem.improve(ok.id, valid_to=before),
+        lambda: mem.improve(ok.id, valid_from=t0 + timedelta(days=31)),
+        lambda: mem.revise(ok.id, valid_to=before),
+    ]:
+        with pytest.raises(ValidationError) as err:
+            change()
+        assert err.value.field == "valid_to"
+    (managed,) = mem.manage([{"op": "revise", "id": ok.id, "valid_to": before.isoformat()}])
+    assert managed.status == "refused" and "valid_to" in managed.reason
+    kept = mem.get(ok.id, touch=False)
+    assert (kept.valid_from, kept.valid_to) == (t0, t0 + timedelta(days=30))
+    assert [v.op for v in mem.history(ok.id)] == ["add"]
+
+
+def test_as_of_holds_for_list_recall_and_context(mem: Memory):
+    """Issue 20, item 12: ``as_of`` worked in search only."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    then, later = t0 + timedelta(days=100), t0 + timedelta(days=500)
+    job = mem.add("Dana works at Initech as a welder", type="fact", entities=["Dana"],
+                  valid_from=t0, valid_to=t0 + timedelta(days=365)).id  # fmt: skip
+    home = mem.add("Dana lives in Lisbon near the river", type="fact", entities=["Dana"],
+                   valid_from=t0 + timedelta(days=365), pinned=True).id  # fmt: skip
+    assert {r.id for r in mem.list()} == {job, home}
+    assert [r.id for r in mem.list(as_of=then)] == [job]
+    assert [r.id for r in mem.list(as_of=later.isoformat())] == [home]
+    assert [h.id for h in mem.recall(entity="Dana", as_of=then)] == [job]
+    assert [h.id for h in mem.recall(entity="Dana", as_of=later)] == [home]
+    assert {h.id for h in mem.recall(entity="Dana")} == {job, home}
+    past = mem.context("Where does Dana work and live?", as_of=then)
+    assert {i.id for i in past.items} == {job}  # the pinned one did not hold yet
+    present = mem.context("Where does Dana work and live?", as_of=later)
+    assert {i.id for i in present.items} == {home}
+    assert {i.id for i in mem.context("Where does Dana work and live?").items} == {job, home}
+    with pytest.raises(ValidationError) as err:
+        mem.list(as_of="not a date")
+    assert err.value.field == "as_of"
+
+
+def test_as_of_reads_what_held_then_across_a_supersession(mem: Memory):
+    """A read as of a time follows ``supersedes`` only to memories that held then: the
+    old job is what list, search, recall and context show as of a date before the new
+    one began (issue 20, item 12)."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    then, later = t0 + timedelta(days=100), t0 + timedelta(days=500)
+    old = mem.add("Omar works at Initech", entities=["Omar"], on_duplicate="keep",
+                  valid_from=t0, valid_to=t0 + timedelta(days=365)).id  # fmt: skip
+    new = mem.add("Omar works at Globex", entities=["Omar"], on_duplicate="keep",
+                  valid_from=t0 + timedelta(days=365)).id  # fmt: skip
+    if mem.get(old, touch=False).superseded_by is None:  # however the write resolved it
+        mem.relate(new, old, "supersedes")
+    assert mem.get(old, touch=False).superseded_by == new
+    assert [r.id for r in mem.list()] == [new]
+    for as_of, held in [(then, old), (later, new)]:
+        assert [r.id for r in mem.list(as_of=as_of)] == [held]
+        assert [h.id for h in mem.search("Omar works", as_of=as_of)] == [held]
+        assert [h.id for h in mem.recall(entity="Omar", as_of=as_of)] == [held]
+        assert {i.id for i in mem.context("where does Omar work", as_of=as_of).items} == {held}
+    assert [h.id for h in mem.search("Omar works")] == [new]
+
+
 def test_limit_default_and_clamp(mem: Memory):
     mem.add_many(
         [f"note {i} about the quarterly roadmap review" for i in range(130)], on_duplicate="keep"

@@ -118,6 +118,7 @@ def test_search_returns_scores_and_the_trace(live: Live):
         ({"content": 7}, "content"),
         ({"content": "   "}, "content"),
         ({"content": "x", "expires_at": "not a date"}, "expires_at"),
+        ({"content": "x", "valid_from": "2024-01-02", "valid_to": "2024-01-01"}, "valid_to"),
         ({}, "content"),
     ],
 )

@@ -162,6 +162,8 @@ class Client:
     ) -> builtins.list[MemoryRecord]:
         """Memories in scope, newest first (filters as for :meth:`Memory.list`)."""
         params = {**filters, "type": [type] if isinstance(type, str) else type, "tag": tags}
+        if isinstance(params.get("as_of"), datetime):
+            params["as_of"] = _encode(params["as_of"])
         return [wire.record(r) for r in self._call("GET", "/v1/memories", params=params)]
 
     def search(self, query: str, **options: Any) -> builtins.list[SearchHit]:

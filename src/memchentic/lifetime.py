@@ -54,11 +54,6 @@ def renewed_expiry(
     return max(expires_at, target)
 
 
-def is_expired(expires_at: datetime | None, now: datetime) -> bool:
-    """Expired at ``now``: the expiry has come (search, list and context leave it out)."""
-    return expires_at is not None and expires_at <= now
-
-
 def should_count_recall(last: datetime | None, now: datetime, settings: Settings) -> bool:
     """A recall counts at most once per debounce window."""
     if last is None:

@@ -37,7 +37,6 @@ from .ids import new_id
 from .learn.mixin import LearnMixin
 from .lifetime import (
     initial_expiry,
-    is_expired,
     renewed_expiry,
     should_count_recall,
 )
@@ -379,6 +378,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             ),  # fmt: skip
             metadata=check.metadata(metadata, s),
         )
+        check.validity(record.valid_from, record.valid_to)
         refusal = self._apply_secret_policy(record, secrets or s.secret_policy)
         if refusal is not None:
             return _Prepared(record, "", refusal)
@@ -529,6 +529,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if content is not None:
             updates["content"] = check.content(content, s)
         new = replace(old, **updates)
+        check.validity(new.valid_from, new.valid_to)
         if new.type != old.type:
             new = self._retyped(old, new)
         if self._apply_secret_policy(new, s.secret_policy) is not None:
@@ -609,10 +610,13 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool = True,
+        as_of: datetime | str | None = None,
         now: datetime | str | None = None,
     ) -> builtins.list[MemoryRecord]:
         """Memories in scope, newest first (expired and superseded ones only on request).
-        ``limit``: 100 by default, at most ``LIST_MAX_LIMIT`` (page on with ``offset``)."""
+        ``limit``: 100 by default, at most ``LIST_MAX_LIMIT`` (page on with ``offset``).
+        ``as_of``: only memories that held then (``valid_from <= as_of < valid_to``), as
+        in :meth:`search`."""
         if limit is None:
             limit = min(100, self.settings.list_max_limit)
         limit = check.page_limit(limit, self.settings)
@@ -623,6 +627,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             types=_types(type), kinds=[check.kind(kind)] if kind else None,
             tags=check.tags(tags, self.settings) or None,
             include_expired=include_expired, include_superseded=include_superseded,
+            as_of=as_utc(as_of, "as_of"),
         )  # fmt: skip
         return self.store.list_memories(flt, limit=limit, offset=offset, newest_first=newest_first)
 
@@ -690,7 +695,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         ``revise`` brings it back (DESIGN section 6; issue 20, item 10)."""
         updates = []
         for r in records:
-            if is_expired(r.expires_at, now):
+            if r.is_expired(now):
                 continue
             if not should_count_recall(r.last_recalled_at, now, self.settings):
                 continue

@@ -155,6 +155,12 @@ class MemoryRecord:
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
 
+    def held_at(self, when: datetime) -> bool:
+        """True in the world at ``when``: ``valid_from`` (else ``created_at``) <= ``when``
+        < ``valid_to`` (the ``as_of`` rule of every read)."""
+        start = self.valid_from or self.created_at
+        return (start is None or start <= when) and (self.valid_to is None or when < self.valid_to)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: datetimes as ISO 8601 text; lists and dicts are copies.
 

@@ -6,6 +6,7 @@ import json
 import math
 import re
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from .errors import LimitError, ValidationError
@@ -66,6 +67,18 @@ def unit_interval(value: Any, field: str) -> float:
     if not math.isfinite(number) or not 0.0 <= number <= 1.0:
         raise ValidationError(field, "must be a number between 0 and 1")
     return number
+
+
+def validity(valid_from: datetime | None, valid_to: datetime | None) -> None:
+    """A memory holds in the world from ``valid_from`` until ``valid_to``: the end may
+    not come before the start (issue 20, item 12). ``valid_from`` defaults to
+    ``created_at``, so a fact that ended before it was recorded names its start."""
+    if valid_from is not None and valid_to is not None and valid_to < valid_from:
+        raise ValidationError(
+            "valid_to",
+            f"must not be before valid_from ({valid_from.isoformat()}; valid_from defaults "
+            "to created_at)",
+        )
 
 
 def kind(value: Any) -> str:

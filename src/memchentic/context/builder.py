@@ -64,6 +64,8 @@ class Request:
     budget_tokens: int | None = None
     search_limit: int | None = None
     recent_turns: int | None = None
+    #: Only memories that held at this time (``valid_from <= as_of < valid_to``).
+    as_of: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -87,7 +89,7 @@ def build(mem: Memory, req: Request, now: datetime) -> Context:
     counter = get_counter(s.context_tokenizer)
     sid = resolve_session_id(mem, req.session_id, req.user_id)
     flt = mem._read_filter(user_id=req.user_id, agent_id=req.agent_id,
-                           namespace=req.namespace, now=now)  # fmt: skip
+                           namespace=req.namespace, now=now, as_of=req.as_of)  # fmt: skip
     got = _Collected()
     if flt.namespaces != []:
         _stable(mem, flt, got)
@@ -212,7 +214,8 @@ def _searched(mem: Memory, req: Request, flt: MemoryFilter, now: datetime, got: 
     assert req.query is not None
     limit = req.search_limit or mem.settings.context_search_limit
     hits = mem.search(req.query, user_id=req.user_id, agent_id=req.agent_id,
-                      namespace=req.namespace, limit=limit, now=now)  # fmt: skip
+                      namespace=req.namespace, limit=limit, as_of=req.as_of,
+                      now=now)  # fmt: skip
     seeds: list[tuple[MemoryRecord, float]] = []
     for hit in hits:
         record = hit.memory
@@ -245,6 +248,8 @@ def _in_scope(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
     if flt.agent_id is not None and record.agent_id not in (None, flt.agent_id):
         return False
     if record.is_expired(now) or record.superseded_by is not None:
+        return False
+    if flt.as_of is not None and not record.held_at(flt.as_of):
         return False
     return record.type not in LISTED_TYPES
 

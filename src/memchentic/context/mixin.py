@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .. import validation as check
+from ..clock import as_utc
 from ..errors import ValidationError
 from ..mixins import as_memory
 from ..record import WriteResult
@@ -40,6 +41,7 @@ class ContextMixin:
         budget_tokens: int | None = None,
         limit: int | None = None,
         recent_turns: int | None = None,
+        as_of: datetime | str | None = None,
         now: datetime | str | None = None,
     ) -> Context:
         """A block of memory for a prompt: up to sixteen sections, the stable part
@@ -54,6 +56,8 @@ class ContextMixin:
             the others are listed in ``ctx.dropped``.
         :param limit: search hits to sort into sections (``CONTEXT_SEARCH_LIMIT``).
         :param recent_turns: turns of the session to show (``CONTEXT_RECENT_TURNS``).
+        :param as_of: only memories that held then (``valid_from <= as_of < valid_to``),
+            in every section, as in ``search``; turns are shown as they are.
         """
         mem = as_memory(self)
         if query is not None and not isinstance(query, str):
@@ -65,6 +69,7 @@ class ContextMixin:
             budget_tokens=_whole(budget_tokens, "budget_tokens", 1),
             search_limit=_whole(limit, "limit", 1),
             recent_turns=_whole(recent_turns, "recent_turns", 0),
+            as_of=as_utc(as_of, "as_of"),
         )  # fmt: skip
         return build(mem, req, mem._now(now))
 

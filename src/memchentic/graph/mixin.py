@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import validation as check
-from ..clock import utcnow
+from ..clock import as_utc, utcnow
 from ..errors import NotFoundError, ValidationError
 from ..ids import new_id
 from ..lifetime import decayed_confidence
@@ -148,16 +148,18 @@ class GraphMixin:
         agent_id: str | None = None,
         namespace: str | None = None,
         limit: int | None = None,
+        as_of: datetime | str | None = None,
         now: datetime | str | None = None,
     ) -> builtins.list[SearchHit]:
         """Memories naming ``entity``, across every readable namespace, newest first;
         each hit's score is its decayed confidence (it does not drive the order).
-        A superseded memory stands for the tip of its chain."""
+        A superseded memory stands for the tip of its chain. ``as_of``: only memories
+        that held then (``valid_from <= as_of < valid_to``), as in ``search``."""
         check.identifier(entity, "entity")
         when = self._now(now)
         flt = self._read_filter(
             user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,
-            include_superseded=True,
+            include_superseded=True, as_of=as_utc(as_of, "as_of"),
         )  # fmt: skip
         if flt.namespaces == []:
             return []

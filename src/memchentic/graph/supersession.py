@@ -1,5 +1,12 @@
 """Supersession (DESIGN sections 1 and 3): reads follow ``supersedes`` edges to the
-tip of each chain, and a new ``supersedes`` edge may not close a cycle."""
+tip of each chain, and a new ``supersedes`` edge may not close a cycle.
+
+A read ``as_of`` a time follows a chain only as far as its memories held then
+(``valid_from <= as_of < valid_to``): "Dana works at Initech" superseded by "Dana
+works at Globex" (valid from a later date) is still what a read as of the earlier
+date shows (issue 20, item 12). Storage applies the same rule to one link: under
+``as_of`` a superseded row stays when the memory superseding it did not hold then.
+"""
 
 from __future__ import annotations
 
@@ -17,16 +24,22 @@ MAX_HOPS = 64
 T = TypeVar("T")
 
 
-def tip(store: Store, record: MemoryRecord) -> tuple[MemoryRecord, int]:
-    """The newest memory of ``record``'s chain and how many hops away it is."""
+def tip(
+    store: Store, record: MemoryRecord, as_of: datetime | None = None
+) -> tuple[MemoryRecord, int, bool]:
+    """The newest memory of ``record``'s chain (with ``as_of``: the newest that held
+    then), how many hops away it is, and whether it is the chain's end (False when
+    the walk broke off: a missing link, a cycle, ``MAX_HOPS``)."""
     current, hops, seen = record, 0, {record.id}
     while current.superseded_by and hops < MAX_HOPS:
         nxt = store.get(current.superseded_by)
         if nxt is None or nxt.id in seen:
-            break
+            return current, hops, False
+        if as_of is not None and not nxt.held_at(as_of):
+            return current, hops, True  # what held then ends the chain of that time
         seen.add(nxt.id)
         current, hops = nxt, hops + 1
-    return current, hops
+    return current, hops, not current.superseded_by
 
 
 def passes(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
@@ -39,7 +52,9 @@ def passes(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
         return False
     if flt.kinds and record.kind not in flt.kinds:
         return False
-    return not (flt.tags and not set(flt.tags) <= set(record.tags))
+    if flt.tags and not set(flt.tags) <= set(record.tags):
+        return False
+    return flt.as_of is None or record.held_at(flt.as_of)
 
 
 def follow(
@@ -57,8 +72,8 @@ def follow(
     for item in items:
         record = get(item)
         if record.superseded_by:
-            newest, hops = tip(store, record)
-            if newest.superseded_by or not passes(newest, flt, now):
+            newest, hops, end = tip(store, record, flt.as_of)
+            if not end or not passes(newest, flt, now):
                 continue
             item = put(item, newest, hops)
             record = newest

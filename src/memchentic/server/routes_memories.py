@@ -65,13 +65,15 @@ def list_memories(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     newest_first: bool = True,
+    as_of: Annotated[str | None, Query(max_length=64, description="ISO 8601 date or time")] = None,
 ) -> list[dict[str, Any]]:
     """Memories in scope, newest first; filter by namespace, type (repeatable), kind
-    and tag (repeatable). Expired and superseded ones only on request."""
+    and tag (repeatable), and by ``as_of`` (those that held then). Expired and
+    superseded ones only on request."""
     found = who.mem.list(
         user_id=user_id, agent_id=agent_id, namespace=namespace, type=type, kind=kind,
         tags=tag, include_expired=include_expired, include_superseded=include_superseded,
-        limit=limit, offset=offset, newest_first=newest_first,
+        limit=limit, offset=offset, newest_first=newest_first, as_of=as_of,
     )  # fmt: skip
     return [memory_out(r) for r in found]
 

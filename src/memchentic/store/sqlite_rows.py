@@ -149,8 +149,17 @@ def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     if not flt.include_expired and flt.now is not None:
         parts.append(f"({a}.expires_at IS NULL OR {a}.expires_at > ?)")
         params.append(to_text(flt.now))
-    if not flt.include_superseded:
+    if not flt.include_superseded and flt.as_of is None:
         parts.append(f"{a}.superseded_by IS NULL")
+    elif not flt.include_superseded:  # as of then: unless what superseded it did not
+        # hold then (graph/supersession.py; issue 20, item 12)
+        parts.append(
+            f"({a}.superseded_by IS NULL OR NOT EXISTS (SELECT 1 FROM memories sup "
+            f"WHERE sup.id = {a}.superseded_by AND "
+            "COALESCE(sup.valid_from, sup.created_at) <= ? AND "
+            "(sup.valid_to IS NULL OR sup.valid_to > ?)))"
+        )
+        params.extend([to_text(flt.as_of)] * 2)
     if flt.as_of is not None:
         when = to_text(flt.as_of)
         parts.append(
