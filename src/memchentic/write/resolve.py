@@ -6,9 +6,14 @@ atomic step for every thread and process writing the store:
 1. ``slot_key`` set: the same key in the same namespace is updated in place and
    the old value moves to ``metadata["history"]``.
 2. guides: nearly the same guide merges into it, ``reinforcement`` + 1.
-3. entries: opposite polarity and cosine >= ``contradiction_threshold`` supersedes;
-   same polarity and cosine >= ``NEAR_DUP_THRESHOLD`` is refused (or, with the
-   ``reinforce`` policy, cosine >= ``dedup_threshold`` reinforces).
+3. entries: a resolver (:mod:`memchentic.write.resolvers`; rules by default,
+   :mod:`memchentic.write.statements`) compares the new entry with its nearest
+   comparable neighbours. A duplicate is refused (or, with the ``reinforce``
+   policy, reinforces the stored one); an update or a contradiction supersedes the
+   stored one (a ``supersedes`` edge, the old value in the new one's history).
+   Records of what was said are never resolved: a write with
+   ``on_duplicate="keep"`` or of type ``episodic`` is inserted as it is, and no
+   entry supersedes or refuses against an episodic one, nor across speakers.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
 from ..store.base import MemoryFilter, Neighbour, Store
 from ..store.vectors import unit_rows
+from .resolvers import Decision, Resolver, RuleResolver
 from .slot_history import bounded_history, metadata_changes
+from .statements import Relation, Thresholds
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -46,6 +53,15 @@ class WriteContext:
     edge_classifier: EdgeClassifier | None = None
     #: Events to emit once the write has committed: (type, namespace, memory id, payload).
     pending: list[tuple[str, str, str, dict[str, object]]] = field(default_factory=list)
+    #: Decides what a new entry is to its neighbours (the rules unless configured).
+    resolver: Resolver = field(default_factory=RuleResolver)
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The cosines of this write's decision (the policy picks the duplicate one)."""
+        s = self.settings
+        near = s.dedup_threshold if self.on_duplicate == "reinforce" else s.near_dup_threshold
+        return Thresholds(near, s.contradiction_threshold, s.update_threshold)
 
     def note(self, type_: str, namespace: str, memory_id: str, **payload: object) -> None:
         self.pending.append((type_, namespace, memory_id, payload))
@@ -155,65 +171,61 @@ def _resolve_window(
     return results
 
 
-def _thresholds(ctx: WriteContext) -> tuple[float, float]:
-    """(opposite polarity, same polarity): the cosines from which
-    :func:`_resolve_entry` acts on a neighbour, less the bulk margin."""
-    s = ctx.settings
-    same = np.inf
-    if ctx.on_duplicate != "keep":
-        same = s.dedup_threshold if ctx.on_duplicate == "reinforce" else s.near_dup_threshold
-    return s.contradiction_threshold - _BULK_MARGIN, same - _BULK_MARGIN
+def is_record_of_speech(ctx: WriteContext, record: MemoryRecord) -> bool:
+    """Whether the write logs what was said (``on_duplicate="keep"``, or an episodic
+    memory): inserted as it is, never refused or superseding."""
+    return ctx.on_duplicate == "keep" or record.type == EPISODIC
+
+
+def _floor(ctx: WriteContext) -> float:
+    """The cosine from which a neighbour can change this write's outcome, less the
+    bulk margin (:func:`_bulk_candidates`)."""
+    t = ctx.thresholds
+    return min(t.floor, t.near_duplicate, t.contradiction) - _BULK_MARGIN
 
 
 def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]]) -> list[bool]:
     """Which writes can be inserted without resolution (see :func:`resolve_many`).
 
-    A neighbour (stored, or earlier in the batch) rules a write out when it is in
-    the same namespace and close enough for :func:`_resolve_entry` to act on it:
-    opposite polarity over the contradiction threshold, or the same polarity over
-    the duplicate threshold of the write's policy. Stored neighbours are not
-    checked for kind, expiry or supersession, and earlier ones not for kind, so
-    some writes take the one-by-one path without need, never the reverse.
+    Records of speech always can. Another entry is ruled out by a neighbour (stored,
+    or earlier in the batch) in the same namespace at or above the cosine from which
+    the resolver compares it (:func:`_floor`). Stored neighbours are not checked for
+    kind, type, expiry or supersession, and earlier ones not for kind, so some writes
+    take the one-by-one path without need, never the reverse.
     """
-    plain = np.array([
+    plain = [
         ctx.edge_classifier is None and not record.slot_key and record.kind == "entry"
         for ctx, record, _ in items
-    ])  # fmt: skip
-    if plain.sum() < 2:  # nothing to gain over the one-by-one path
+    ]  # fmt: skip
+    free = [p and is_record_of_speech(ctx, r) for p, (ctx, r, _) in zip(plain, items, strict=True)]
+    checked = [i for i, (p, f) in enumerate(zip(plain, free, strict=True)) if p and not f]
+    out = list(free)
+    if len(checked) + sum(free) < 2:  # nothing to gain over the one-by-one path
         return [False] * len(items)
-    limits = np.array([_thresholds(ctx) for ctx, _, _ in items])  # (n, 2)
-    opposite_at, same_at = limits[:, 0], limits[:, 1]
-    floor = float(min(opposite_at.min(), same_at.min()))
-    matrix = np.stack([np.asarray(v, dtype=np.float32) for _, _, v in items])
+    if not checked:
+        return out
+    subset = [items[i] for i in checked]
+    limits = np.array([_floor(ctx) for ctx, _, _ in subset])
+    floor = float(limits.min())
+    matrix = np.stack([np.asarray(v, dtype=np.float32) for _, _, v in subset])
     unit = unit_rows(matrix, matrix.shape[1])
     codes: dict[str, int] = {}
-    namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in items])
-    polarity = np.array([record.polarity for _, record, _ in items])
-    ruled_out = _close_to_earlier(unit, namespaces, polarity, opposite_at, same_at, floor)
+    namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in subset])
+    ruled_out = _close_to_earlier(unit, namespaces, limits, floor)
     # Stored memories: one batched lookup; only the close ones are read.
-    ctx0 = items[0][0]
+    ctx0 = subset[0][0]
     k = ctx0.settings.write_neighbours
-    # A write that keeps duplicates is changed only by a contradiction: it needs
-    # the stored memories of another polarity only.
-    other_polarity = [r.polarity if c.on_duplicate == "keep" else None for c, r, _ in items]
-    stored = ctx0.store.similar_many(  # with the columns compared below
-        unit, k, floor, other_polarity=other_polarity
-    )
-    out: list[bool] = []
-    for i, ((ctx, record, _), near) in enumerate(zip(items, stored, strict=True)):
-        if not plain[i] or ruled_out[i]:
-            out.append(False)
+    stored = ctx0.store.similar_many(unit, k, floor)
+    for n, ((ctx, record, _), near) in enumerate(zip(subset, stored, strict=True)):
+        if ruled_out[n]:
             continue
         if len(near) >= k and not all(_compared(ctx, record, old) for old in near):
             # The one-by-one path compares the k nearest that pass its filter;
             # some of these do not, so ones further away may count: look there.
-            out.append(False)
             continue
-        out.append(not any(
-            old.namespace == record.namespace
-            and old.cosine >= (opposite_at[i] if old.polarity != record.polarity else same_at[i])
-            for old in near
-        ))  # fmt: skip
+        out[checked[n]] = not any(
+            old.namespace == record.namespace and old.cosine >= limits[n] for old in near
+        )
     return out
 
 
@@ -222,12 +234,10 @@ _PAIR_BLOCK = 256
 
 
 def _close_to_earlier(
-    unit: np.ndarray, namespaces: np.ndarray, polarity: np.ndarray,
-    opposite_at: np.ndarray, same_at: np.ndarray, floor: float,
-) -> np.ndarray:  # fmt: skip
-    """For each write, whether an earlier write of the batch in its namespace is close
-    enough to act on it: opposite polarity from ``opposite_at``, the same from
-    ``same_at`` (its thresholds), ``floor`` the least of them.
+    unit: np.ndarray, namespaces: np.ndarray, limits: np.ndarray, floor: float
+) -> np.ndarray:
+    """For each write, whether an earlier write of the batch in its namespace is at or
+    above its limit (``limits``; ``floor`` the least of them).
 
     The products cover the lower triangle by blocks of rows, and only the pairs at
     or above ``floor`` are compared further (the whole square's comparisons took
@@ -235,8 +245,7 @@ def _close_to_earlier(
     n = len(unit)
     if floor <= 0:  # a later write's cosine 0 would count too: the whole square
         sims = np.tril(unit @ unit.T, k=-1)
-        opposite = polarity[:, None] != polarity[None, :]
-        acts = np.where(opposite, sims >= opposite_at[:, None], sims >= same_at[:, None])
+        acts = (sims >= limits[:, None]) & np.tri(n, k=-1, dtype=bool)
         return np.asarray((acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1))
     ruled_out = np.zeros(n, dtype=bool)
     for start in range(0, n, _PAIR_BLOCK):
@@ -247,13 +256,13 @@ def _close_to_earlier(
         i = row + start
         earlier = j < i
         i, j, cosine = i[earlier], j[earlier], sims.ravel()[at[earlier]].astype(np.float64)
-        limit = np.where(polarity[i] != polarity[j], opposite_at[i], same_at[i])
-        ruled_out[i[(cosine >= limit) & (namespaces[i] == namespaces[j])]] = True
+        ruled_out[i[(cosine >= limits[i]) & (namespaces[i] == namespaces[j])]] = True
     return ruled_out
 
 
 def _compared(ctx: WriteContext, record: MemoryRecord, old: Neighbour) -> bool:
-    """Whether the one-by-one path's neighbour filter keeps ``old`` for ``record``."""
+    """Whether the one-by-one path's neighbour search keeps ``old`` for ``record``
+    (the search's filter; :func:`_comparable` looks further, at the records)."""
     return (
         old.namespace == record.namespace
         and old.kind == "entry"
@@ -349,38 +358,73 @@ def _merge_guide(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) ->
 def _resolve_entry(
     ctx: WriteContext, record: MemoryRecord, vector: np.ndarray
 ) -> WriteResult | None:
-    s = ctx.settings
-    neighbours = _neighbours(ctx, record, vector, "entry")
-    for old, cosine in neighbours:  # contradictions first: negations look like duplicates
-        if old.polarity != record.polarity and cosine >= s.contradiction_threshold:
-            return _supersede(ctx, old, record, vector, cosine)
-    if ctx.on_duplicate == "keep":
+    if is_record_of_speech(ctx, record):
         return None
-    threshold = s.dedup_threshold if ctx.on_duplicate == "reinforce" else s.near_dup_threshold
-    for old, cosine in neighbours:
-        if old.polarity != record.polarity or cosine < threshold:
-            continue
-        if ctx.on_duplicate == "reinforce":
-            bumped = replace(
-                old,
-                reinforcement=old.reinforcement + 1,
-                expires_at=_later(old.expires_at, record.expires_at),
-            )
-            update_with_version(ctx, old, bumped, "reinforce")
-            return WriteResult("reinforced", old.id, [old.id], similarity=cosine, memory=bumped)
-        return WriteResult(
-            "refused", old.id, [old.id], reason="near_duplicate", similarity=cosine, memory=old
+    neighbours = [
+        (old, cosine)
+        for old, cosine in _neighbours(ctx, record, vector, "entry")
+        if _comparable(old, record)
+    ]
+    decision = ctx.resolver.decide(record, neighbours, ctx.thresholds)
+    old, cosine = decision.target, decision.cosine
+    if old is None or decision.relation is Relation.DISTINCT:
+        return None
+    if decision.relation is not Relation.DUPLICATE:
+        return _supersede(ctx, old, record, vector, decision)
+    if ctx.on_duplicate == "reinforce":
+        bumped = replace(
+            old,
+            reinforcement=old.reinforcement + 1,
+            expires_at=_later(old.expires_at, record.expires_at),
         )
-    return None
+        update_with_version(ctx, old, bumped, "reinforce")
+        return WriteResult("reinforced", old.id, [old.id], similarity=cosine, memory=bumped)
+    return WriteResult(
+        "refused", old.id, [old.id], reason="near_duplicate", similarity=cosine, memory=old
+    )
+
+
+#: Metadata keys that name who said something: entries of different speakers or
+#: roles never supersede or refuse each other (a reply does not replace the turn
+#: it answers).
+SPEAKER_KEYS = ("role", "speaker")
+EPISODIC = "episodic"
+
+
+def _comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
+    """Whether ``new`` may be refused against, or supersede, ``old``: not a record of
+    speech, and said by the same speaker (role, speaker and agent, where both say)."""
+    if old.type == EPISODIC:
+        return False
+    if old.agent_id and new.agent_id and old.agent_id != new.agent_id:
+        return False
+    for key in SPEAKER_KEYS:
+        a, b = old.metadata.get(key), new.metadata.get(key)
+        if a is not None and b is not None and a != b:
+            return False
+    return True
 
 
 def _supersede(
-    ctx: WriteContext, old: MemoryRecord, new: MemoryRecord, vector: np.ndarray, cosine: float
-) -> WriteResult:
+    ctx: WriteContext, old: MemoryRecord, new: MemoryRecord, vector: np.ndarray,
+    decision: Decision,
+) -> WriteResult:  # fmt: skip
+    """``new`` replaces ``old``: inserted with the old value in its history, a
+    ``supersedes`` edge, and a version of the old one saying so."""
+    replaced = {
+        "content": old.content,
+        "id": old.id,
+        "updated_at": old.updated_at.isoformat() if old.updated_at else None,
+        "replaced_at": ctx.now.isoformat(),
+    }
+    past = {"history": old.metadata.get("history", [])}
+    new.metadata = bounded_history(past, new.metadata, replaced, ctx.settings)
     insert(ctx, new, vector)
-    ctx.store.add_edge(Edge(new_id(), new.id, old.id, "supersedes", 1.0, ctx.now))
+    ctx.store.add_edge(Edge(new_id(), new.id, old.id, "supersedes", 1.0, ctx.now,
+                            {"reason": decision.relation.value, "by": decision.by}))  # fmt: skip
     record_version(ctx, old.namespace, old.id, "superseded", {"superseded_by": [None, new.id]})
-    return WriteResult("superseded", new.id, [new.id, old.id], similarity=cosine, memory=new)
+    return WriteResult("superseded", new.id, [new.id, old.id], reason=decision.relation.value,
+                       similarity=decision.cosine, memory=new)  # fmt: skip
 
 
 def _later(a: datetime | None, b: datetime | None) -> datetime | None:
