@@ -58,7 +58,9 @@ from .store import open_store
 from .store.base import MemoryFilter, Store
 from .write.polarity import PolarityClassifier, RulePolarity
 from .write.resolve import WriteContext, diff, record_version, resolve_many
-from .write.secrets import find_secrets, redact
+from .write.resolvers import Resolver, default_resolver
+from .write.secrets import RECORD_FIELDS, apply_policy, effective_policy, kinds_of, police_record
+from .write.statements import embedding_text
 
 
 @dataclass(slots=True)
@@ -89,6 +91,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         entities: EntityExtractor | None = None,
         edge_classifier: EdgeClassifier | None = None,
         reranker: pipeline.Reranker | None = None,
+        resolver: Resolver | None = None,
         check_embedder: bool = True,
     ) -> None:
         self.settings = settings or load_settings()
@@ -100,6 +103,9 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             self.settings.auto_edge_related_similarity, self.settings.auto_edge_supports_similarity
         )
         self.reranker = reranker
+        #: Decides what a new entry is to its neighbours (DESIGN section 4, step 3).
+        self.resolver = resolver or default_resolver(self.settings)
+        self._owns_resolver = resolver is None
         if self.settings.memory_reranker_enabled and reranker is None:
             raise ValidationError(
                 "reranker", "MEMORY_RERANKER_ENABLED needs a reranker: Memory(reranker=...)"
@@ -139,6 +145,9 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             )
 
     def close(self) -> None:
+        close_resolver = getattr(self.resolver, "close", None)
+        if self._owns_resolver and close_resolver is not None:
+            close_resolver()
         if self._owns_store:
             self.store.close()
 
@@ -219,7 +228,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
 
     def _ctx(self, now: datetime, on_duplicate: str | None = None) -> WriteContext:
         return WriteContext(self.store, self.settings, self.access.actor(self.principal), now,
-                            self._duplicate_policy(on_duplicate))  # fmt: skip
+                            self._duplicate_policy(on_duplicate),
+                            resolver=self.resolver)  # fmt: skip
 
     def _duplicate_policy(self, on_duplicate: Any) -> str:
         policy = on_duplicate or self.settings.duplicate_policy
@@ -279,6 +289,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             WriteContext(
                 self.store, self.settings, actor, prep.record.created_at or utcnow(),
                 self._duplicate_policy(policy), self.edge_classifier if link else None,
+                resolver=self.resolver,
             )
             for prep, policy, link in zip(prepared, policies, linking, strict=True)
         ]  # fmt: skip
@@ -379,13 +390,17 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             metadata=check.metadata(metadata, s),
         )
         check.validity(record.valid_from, record.valid_to)
-        refusal = self._apply_secret_policy(record, secrets or s.secret_policy)
+        given = check.entities(entities)
+        record.entities = given or []  # scanned with the other fields
+        policy = effective_policy(secrets, s.secret_policy, trusted=self.principal.trusted)
+        refusal = self._apply_secret_policy(record, policy)
         if refusal is not None:
             return _Prepared(record, "", refusal)
         record.polarity = self.polarity.polarity(record.content)
-        given = check.entities(entities)
-        record.entities = given if given is not None else self._entities(record)
-        embed_text = f"{record.title}\n{record.content}" if record.title else record.content
+        if given is None:
+            record.entities = self._entities(record)
+        body = f"{record.title}\n{record.content}" if record.title else record.content
+        embed_text = embedding_text(body)  # Unicode forms and invisible characters alike
         return _Prepared(record, embed_text)
 
     def _write_namespace(
@@ -425,22 +440,17 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         limit = check.page_limit(limit, None)  # a negative LIMIT would mean "all"
         return self.bus.read(self.principal, since=since, types=types, limit=limit)
 
-    def _apply_secret_policy(self, record: MemoryRecord, policy: str) -> WriteResult | None:
-        if policy not in ("refuse", "redact", "allow"):
-            raise ValidationError("secrets", "must be one of refuse, redact, allow")
-        if policy == "allow":
-            return None
-        fields = ("content", "title", "tier_l0", "tier_l1")
-        found = {f: find_secrets(text) for f in fields if (text := getattr(record, f))}
-        kinds = sorted({x.kind for hits in found.values() for x in hits})
-        if not kinds:
+    def _apply_secret_policy(
+        self, record: MemoryRecord, policy: str, fields: Sequence[str] = RECORD_FIELDS
+    ) -> WriteResult | None:
+        """Secrets in ``fields`` (every field a write sets): a ``refused`` result, or
+        redacted in place (their kinds in ``metadata["redacted"]``) (DESIGN 4, step 5)."""
+        found = apply_policy(record, policy, fields)
+        if not found:
             return None
         if policy == "refuse":
-            return WriteResult("refused", None, [], reason="secret:" + ",".join(kinds))
-        for f, hits in found.items():
-            if hits:
-                setattr(record, f, redact(getattr(record, f), hits))
-        record.metadata["redacted"] = kinds
+            return WriteResult("refused", None, [], reason="secret:" + ",".join(kinds_of(found)))
+        record.metadata = {**record.metadata, "redacted": kinds_of(found)}
         return None
 
     def _entities(self, record: MemoryRecord) -> builtins.list[str]:
@@ -463,7 +473,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
                 if "entities" not in changes:
                     new.entities = self._entities(new)
                 text = f"{new.title}\n{new.content}" if new.title else new.content
-                vector = self.embedder.embed(text)
+                vector = self.embedder.embed(embedding_text(text))
             self.store.update(new, vector)
             ctx = self._ctx(now)
             record_version(ctx, new.namespace, new.id, "revise", diff(old, new))
@@ -532,8 +542,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         check.validity(new.valid_from, new.valid_to)
         if new.type != old.type:
             new = self._retyped(old, new)
-        if self._apply_secret_policy(new, s.secret_policy) is not None:
-            raise ValidationError("content", "must not contain secrets (keys, passwords, tokens)")
+        changed = [f for f in RECORD_FIELDS if f in updates]  # not what was stored before
+        police_record(new, s.secret_policy, changed)
         return new
 
     def _retyped(self, old: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
@@ -670,7 +680,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if flt.namespaces == []:
             return []
         req = pipeline.SearchRequest(
-            text, self.embedder.embed(text), flt, count, chosen, when, flt.path_hint
+            text, self.embedder.embed(embedding_text(text)), flt, count, chosen, when,
+            flt.path_hint,
         )
         ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
         if not include_superseded:  # a superseded hit stands for the tip of its chain
