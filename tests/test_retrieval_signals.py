@@ -90,3 +90,17 @@ def test_with_context_never_lowers_a_score(own, near, weight):
     assert signals.with_context(own, [], weight) == own
     if near:
         assert value == pytest.approx(own + weight * max(0.0, max(near)))
+
+
+_SEGMENTS = st.lists(st.sampled_from(["a", "ab", "api", "b.py", "src"]), min_size=1, max_size=4)
+
+
+@given(_SEGMENTS, _SEGMENTS)
+def test_paths_match_by_whole_segments(one, other):
+    """Issue 20, item 13: ``src/a`` matched ``src/api`` (a string prefix)."""
+    shorter, longer = sorted((one, other), key=len)
+    expected = longer[: len(shorter)] == shorter
+    a, b = "/".join(one), "/".join(other)
+    assert signals.paths_match(a, b) == signals.paths_match(b, a) == expected
+    assert signals.paths_match(a + "/", b) == expected  # a folder written with its slash
+    assert not signals.paths_match(a, None) and not signals.paths_match("", b)

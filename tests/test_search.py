@@ -79,6 +79,33 @@ def test_filters_by_type_tags_repo_and_path(mem: Memory):
     assert {h.id for h in mem.search(q, path_hint="src/web")} == {b.id, c.id}
 
 
+def test_path_hints_match_whole_segments_in_the_filter_and_the_boost(mem: Memory):
+    """Issue 20, item 13: path hints matched as string prefixes (``src/a`` matched
+    ``src/api``). They match by whole segments, in the store filter and the boost."""
+    folder = mem.add("Keep the auth handlers thin", path_hint="src/a").id
+    slash = mem.add("Keep the auth helpers pure", path_hint="src/a/").id
+    file = mem.add("Keep the auth module documented", path_hint="src/a/b.py").id
+    api = mem.add("Keep the auth endpoints versioned", path_hint="src/api").id
+    general = mem.add("Keep the auth code reviewed").id
+    q = "keep the auth"
+
+    def found(path: str) -> set[str]:
+        return {h.id for h in mem.search(q, path_hint=path, limit=10)}
+
+    assert found("src/a") == {folder, slash, file, general}
+    assert found("src/a/b.py") == {folder, slash, file, general}
+    assert found("src/a/c.py") == {folder, slash, general}
+    assert found("src/api") == {api, general}
+    assert found("src/api/x.py") == {api, general}
+    assert found("src") == {folder, slash, file, api, general}
+    assert found("src/ap") == {general}
+    assert found("src/a/b") == {folder, slash, general}  # b is not b.py
+    boosted = {h.id: h.trace["path"] for h in
+               mem.search(q, path_hint="src/a", limit=10, include_trace=True)}  # fmt: skip
+    assert boosted == {folder: pytest.approx(1.15), slash: pytest.approx(1.15),
+                       file: pytest.approx(1.15), general: 1.0}  # fmt: skip
+
+
 def test_path_hint_boosts_matching_memories(mem: Memory):
     a = mem.add("Use the retry helper for HTTP calls", path_hint="src/net")
     b = mem.add("Use the retry helper for HTTP calls in jobs", path_hint="src")

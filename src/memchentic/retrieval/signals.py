@@ -58,11 +58,23 @@ def idf(doc_freq: int, doc_count: int) -> float:
     return math.log(1.0 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
+def folder(path: str) -> str:
+    """``path`` as a folder prefix: with one trailing ``/`` (``""`` stays ``""``)."""
+    return path if not path or path.endswith("/") else path + "/"
+
+
 def paths_match(memory_path: str | None, query_path: str | None) -> bool:
-    """A memory's path hint matches when one path contains the other as a prefix."""
+    """A memory's path hint matches when the two paths lie on one path, by whole
+    segments: equal, or one is a folder holding the other (``src/a`` matches ``src/a``
+    and ``src/a/b.py``, not ``src/api``; issue 20, item 13). The stores' path filter
+    applies the same rule."""
     if not memory_path or not query_path:
         return False
-    return query_path.startswith(memory_path) or memory_path.startswith(query_path)
+    return (
+        memory_path == query_path
+        or query_path.startswith(folder(memory_path))
+        or memory_path.startswith(folder(query_path))
+    )
 
 
 def boost_factor(applies: bool, boost: float) -> float:

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import ValidationError
 from ..record import Edge, MemoryRecord, Version
+from ..retrieval.signals import folder
 from .base import MemoryFilter
 
 #: Columns in insert order (``key`` is assigned by PostgreSQL, ``tsv`` by the store).
@@ -118,13 +119,17 @@ def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
         parts.append(f"{a}.tags @> %s")
         params.append(Jsonb(list(dict.fromkeys(flt.tags))))
     if flt.path_hint is not None:
-        # A memory applies when its path hint is empty or lies on the same path.
+        # A memory applies when its path hint is empty or lies on the same path, by
+        # whole segments (signals.paths_match): equal, its hint a folder of the
+        # query's path, or the query's path a folder of its hint.
+        q = flt.path_hint
         parts.append(
-            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR "
-            f"left(%s, length({a}.path_hint)) = {a}.path_hint OR "
-            f"left({a}.path_hint, length(%s)) = %s)"
+            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR {a}.path_hint = %s OR "
+            f"left(%s, length({a}.path_hint) + 1) = {a}.path_hint || '/' OR "
+            f"(right({a}.path_hint, 1) = '/' AND left(%s, length({a}.path_hint)) "
+            f"= {a}.path_hint) OR left({a}.path_hint, length(%s)) = %s)"
         )
-        params.extend([flt.path_hint, flt.path_hint, flt.path_hint])
+        params.extend([q, q, q, folder(q), folder(q)])
     if flt.repo is not None:
         parts.append(f"({a}.repo IS NULL OR {a}.repo = '' OR {a}.repo = %s)")
         params.append(flt.repo)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..clock import from_text, to_text
 from ..record import Edge, MemoryRecord, Version
+from ..retrieval.signals import folder
 from .base import MemoryFilter
 
 #: Columns in insert order (``rowid`` is assigned by SQLite).
@@ -127,13 +128,17 @@ def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
         parts.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE json_each.value = ?)")
         params.append(tag)
     if flt.path_hint is not None:
-        # A memory applies when its path hint is empty or lies on the same path.
+        # A memory applies when its path hint is empty or lies on the same path, by
+        # whole segments (signals.paths_match): equal, its hint a folder of the
+        # query's path, or the query's path a folder of its hint.
+        q = flt.path_hint
         parts.append(
-            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR "
-            f"substr(?, 1, length({a}.path_hint)) = {a}.path_hint OR "
-            f"substr({a}.path_hint, 1, length(?)) = ?)"
+            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR {a}.path_hint = ? OR "
+            f"substr(?, 1, length({a}.path_hint) + 1) = {a}.path_hint || '/' OR "
+            f"(substr({a}.path_hint, -1) = '/' AND substr(?, 1, length({a}.path_hint)) "
+            f"= {a}.path_hint) OR substr({a}.path_hint, 1, length(?)) = ?)"
         )
-        params.extend([flt.path_hint, flt.path_hint, flt.path_hint])
+        params.extend([q, q, q, folder(q), folder(q)])
     if flt.repo is not None:
         parts.append(f"({a}.repo IS NULL OR {a}.repo = '' OR {a}.repo = ?)")
         params.append(flt.repo)
