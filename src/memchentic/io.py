@@ -24,6 +24,7 @@ from .clock import as_utc, to_text, utcnow
 from .errors import MemchenticError, ValidationError
 from .record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
 from .store.base import MemoryFilter
+from .write.secrets import effective_policy, police_record, police_value
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -148,7 +149,7 @@ def _parse_vector(text: Any, dimension: int) -> np.ndarray | None:
     return vec
 
 
-def _parse_line(number: int, text: str, mem: Memory) -> tuple[str, Any]:
+def _parse_line(number: int, text: str, mem: Memory, policy: str) -> tuple[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -162,6 +163,7 @@ def _parse_line(number: int, text: str, mem: Memory) -> tuple[str, Any]:
         return kind, None
     if kind == "memory":
         record = _parse_record(data.get("record"), mem)
+        police_record(record, policy)  # the secret rule of any write
         return kind, (record, _parse_vector(data.get("vector"), mem.embedder.dimension))
     if kind == "edge":
         e = check.json_object(data.get("edge"), "edge") or {}
@@ -173,7 +175,8 @@ def _parse_line(number: int, text: str, mem: Memory) -> tuple[str, Any]:
             check.identifier(e.get("id"), "edge.id"),
             check.identifier(e.get("source"), "edge.source"),
             check.identifier(e.get("target"), "edge.target"), e["kind"], strength, created,
-            check.json_object(e.get("metadata") or {}, "edge.metadata") or {},
+            police_value(check.json_object(e.get("metadata") or {}, "edge.metadata") or {},
+                         policy, "edge.metadata"),
         )  # fmt: skip
     if kind == "version":
         v = check.json_object(data.get("version"), "version") or {}
@@ -183,28 +186,34 @@ def _parse_line(number: int, text: str, mem: Memory) -> tuple[str, Any]:
             check.whole(v.get("version"), "version.version", 1),
             check.identifier(v.get("op"), "version.op"),
             check.identifier(v.get("actor", "import"), "version.actor"), at,
-            check.json_object(v.get("changes") or {}, "version.changes") or {},
-            check.json_object(v.get("snapshot"), "version.snapshot", optional=True),
+            police_value(check.json_object(v.get("changes") or {}, "version.changes") or {},
+                         policy, "version.changes"),
+            police_value(check.json_object(v.get("snapshot"), "version.snapshot", optional=True),
+                         policy, "version.snapshot"),
         )  # fmt: skip
     raise ValidationError("kind", "must be header, memory, edge or version")
 
 
 def import_jsonl(
-    mem: Memory, source: str | Path | IO[str], *, strict: bool = False
+    mem: Memory, source: str | Path | IO[str], *, strict: bool = False,
+    secrets: str | None = None,
 ) -> ImportReport:
     """Import an export. Bad lines are reported with their numbers and skipped; with
     ``strict=True`` any bad line refuses the whole file and nothing is written.
-    Memories whose id already exists are skipped (counted in ``skipped``)."""
+    Memories whose id already exists are skipped (counted in ``skipped``). Secrets
+    follow ``SECRET_POLICY`` (or ``secrets``, as for ``add``): a line holding one is
+    a bad line under ``refuse``, redacted under ``redact``."""
     if isinstance(source, str | Path):
         with open(source, encoding="utf-8") as handle:
-            return import_jsonl(mem, handle, strict=strict)
+            return import_jsonl(mem, handle, strict=strict, secrets=secrets)
+    policy = effective_policy(secrets, mem.settings.secret_policy, trusted=mem.principal.trusted)
     report = ImportReport()
     parsed: list[tuple[str, Any]] = []
     for number, text in enumerate(source, start=1):
         if not text.strip():
             continue
         try:
-            parsed.append(_parse_line(number, text, mem))
+            parsed.append(_parse_line(number, text, mem, policy))
         except KeyError as exc:
             report.errors.append((number, f"{exc.args[0]}: is required"))
         except (MemchenticError, TypeError, ValueError) as exc:

@@ -12,8 +12,8 @@ session summaries.
 - ``summarize_session`` writes one ``summary`` memory per session and namespace,
   under the slot ``session:<id>:summary``, so running it again replaces it.
   The default summariser is extractive (no model): :class:`ExtractiveSummarizer`.
-- Secrets in turns are redacted (unless ``SECRET_POLICY=allow``): refusing a turn
-  would break the conversation log.
+- Secrets in turns (content and metadata) are redacted (unless
+  ``SECRET_POLICY=allow``): refusing a turn would break the conversation log.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .errors import NamespaceError, ValidationError
 from .ids import new_id
 from .mixins import as_memory
 from .record import MemoryRecord, Turn, WriteResult
-from .write.secrets import find_secrets, redact
+from .write.secrets import redact_value, scan_value
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -177,16 +177,17 @@ class SessionMixin:
             raise ValidationError("role", f"must be a non-empty string of <= {MAX_ROLE_CHARS}")
         check.identifier(role, "role")
         text = check.content(content, mem.settings)
-        if mem.settings.secret_policy != "allow":
-            found = find_secrets(text)
-            text = redact(text, found) if found else text
+        meta = check.metadata(metadata, mem.settings)
+        if mem.settings.secret_policy != "allow":  # redacted, never refused (the docstring)
+            text = redact_value(text) if scan_value(text) else text
+            meta = redact_value(meta) if scan_value(meta) else meta
         sid = resolve_session_id(mem, session_id, user_id)
         ns = mem._write_namespace(namespace, user_id, agent_id)
         if not mem.access.can_write(mem.principal, ns, WORKING_TYPE):
             raise NamespaceError("namespace", "you cannot write to this namespace")
         at = mem._now(now)
         turn = Turn(new_id(int(at.timestamp() * 1000)), sid, ns, role.strip().lower(), text, at,
-                    check.metadata(metadata, mem.settings))  # fmt: skip
+                    meta)  # fmt: skip
         mem.store.add_turn(turn)
         return turn
 

@@ -16,6 +16,7 @@ from ..ids import new_id
 from ..lifetime import decayed_confidence
 from ..record import EDGE_KINDS, Edge, MemoryRecord, SearchHit
 from ..store.base import MemoryFilter
+from ..write.secrets import police_value
 from . import supersession
 
 if TYPE_CHECKING:
@@ -95,13 +96,14 @@ class GraphMixin:
         if source == target:
             raise ValidationError("target", "an edge cannot point at its own source")
         now = utcnow()
+        meta = police_value(check.metadata(metadata, self.settings),
+                            self.settings.secret_policy, "metadata")  # fmt: skip
         with self.store.write():
             src = self._writable(source)
             dst = self._writable(target)
             if kind == "supersedes":
                 supersession.check_no_cycle(self.store, source, target)
-            edge = Edge(new_id(), source, target, kind, weight, now,
-                        check.metadata(metadata, self.settings))  # fmt: skip
+            edge = Edge(new_id(), source, target, kind, weight, now, meta)
             self.store.add_edge(edge)
         actor = self.access.actor(self.principal)
         for end in (src, dst) if dst.namespace != src.namespace else (src,):
