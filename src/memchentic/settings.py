@@ -149,6 +149,13 @@ class Settings(BaseSettings):
         "Filtered searches over at most this many rows scan vectors exactly.",
         ge=0,
     )
+    search_isolated_scan_rows: int = _env(
+        "SEARCH_ISOLATED_SCAN_ROWS",
+        500,
+        "Untrusted callers who see at most this many memories get keyword matches from "
+        "their own rows, not the shared index (no timing from other namespaces).",
+        ge=0,
+    )
     hybrid_vector_weight: float = _env("HYBRID_VECTOR_WEIGHT", 0.55, "hybrid: vector.", ge=0)
     hybrid_keyword_weight: float = _env("HYBRID_KEYWORD_WEIGHT", 0.25, "hybrid: keywords.", ge=0)
     hybrid_recency_weight: float = _env("HYBRID_RECENCY_WEIGHT", 0.1, "hybrid: recency.", ge=0)

@@ -26,6 +26,7 @@ def open_store(location: str, settings: Settings) -> Store:
             common_window=settings.search_common_window,
             exact_vector_rows=settings.search_exact_vector_rows,
             title_weight=settings.search_title_weight,
+            isolated_scan_rows=settings.search_isolated_scan_rows,
         )
     if "://" in location and not location.startswith("sqlite://"):
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
@@ -41,6 +42,7 @@ def open_store(location: str, settings: Settings) -> Store:
         exact_vector_rows=settings.search_exact_vector_rows,
         title_weight=settings.search_title_weight,
         secure_delete=settings.secure_delete,
+        isolated_scan_rows=settings.search_isolated_scan_rows,
     )
 
 

@@ -60,7 +60,9 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
         common_window: int = 1000,
         exact_vector_rows: int = 20000,
         title_weight: float = 3.0,
+        isolated_scan_rows: int = 500,
     ) -> None:
+        self.isolated_scan_rows = isolated_scan_rows
         self.common_term_docs = common_term_docs
         self.common_window = common_window
         self.exact_vector_rows = exact_vector_rows

@@ -16,6 +16,12 @@ as query syntax), and rows are ranked by the sum over words of
 ``idf(word) x ts_rank(weights, tsv, word)``, a BM25-like score that uses only the
 document itself plus document frequencies (of the visible rows when the filter
 is ``isolated``). Common words follow the SQLite store's budget.
+
+An isolated caller who sees at most ``isolated_scan_rows`` memories is answered
+from those rows alone: their keys are read first, and the keyword statements run
+over them behind an optimisation fence (``OFFSET 0``), so the planner cannot reach
+them through the shared ``tsvector`` index, whose cost follows every namespace's
+matches (a timing oracle, issue 20 item 17; docs/access.md).
 """
 
 from __future__ import annotations
@@ -98,6 +104,13 @@ class PostgresSearch(PgConnections):
     common_window: int
     exact_vector_rows: int
     title_weight: float
+    #: Isolated callers who see at most this many memories: keyword statements run
+    #: over their rows only (SEARCH_ISOLATED_SCAN_ROWS).
+    isolated_scan_rows: int = 500
+    #: For tests and diagnostics, as in the SQLite store: visible rows the isolated
+    #: keyword stage read, and isolated keyword searches through the shared index.
+    keyword_rows_scanned: int = 0
+    keyword_index_searches: int = 0
     _stem_cache: dict[str, tuple[str, ...]]
     _state_cache: tuple[float, int | None, int] | None = None
 
@@ -401,17 +414,33 @@ class PostgresSearch(PgConnections):
         freqs = {term: int(docs) for term, docs in rows if docs > 0}
         return {t: n for t, n in freqs.items() if t}, freqs.get("", 0)
 
+    def _visible_rows(self, flt: MemoryFilter, cond: str, params: list[Any]) -> str | None:
+        """For an isolated filter that lets at most ``isolated_scan_rows`` rows pass:
+        those rows as a fenced subquery (``OFFSET 0``: the keyword conditions are
+        checked on them, never through the shared index); else None."""
+        if not flt.isolated or not flt.namespaces:
+            return None
+        keys = self._rows(
+            f"SELECT m.key FROM memories m WHERE {cond} LIMIT %s",
+            (*params, self.isolated_scan_rows + 1),
+        )
+        if len(keys) > self.isolated_scan_rows:
+            return None
+        self.keyword_rows_scanned += len(keys)
+        listed = ",".join(str(int(row[0])) for row in keys)  # whole numbers only
+        return f"(SELECT * FROM memories WHERE key = ANY('{{{listed}}}'::bigint[]) OFFSET 0)"
+
     def _visible_stats(
-        self, terms: Sequence[str], cond: str, params: list[Any]
+        self, terms: Sequence[str], cond: str, params: list[Any], source: str = "memories"
     ) -> tuple[dict[str, int], int]:
         """Like :meth:`_doc_freqs`, counting only rows that pass the filter."""
-        total = int(self._row(f"SELECT count(*) FROM memories m WHERE {cond}", params)[0])
+        total = int(self._row(f"SELECT count(*) FROM {source} m WHERE {cond}", params)[0])
         if not terms or not total:
             return {}, total
         queries = [_tsquery_word([t]) for t in terms]
         counts = ", ".join("count(*) FILTER (WHERE m.tsv @@ %s::tsquery)" for _ in terms)
         row = self._row(
-            f"SELECT {counts} FROM memories m WHERE m.tsv @@ %s::tsquery AND {cond}",
+            f"SELECT {counts} FROM {source} m WHERE m.tsv @@ %s::tsquery AND {cond}",
             (*queries, " | ".join(queries), *params),
         )
         return {t: int(n) for t, n in zip(terms, row, strict=True) if n}, total
@@ -445,9 +474,13 @@ class PostgresSearch(PgConnections):
         if k <= 0 or cond == "FALSE":
             return []
         words = query_words(query)
+        source = "memories"
         if flt.isolated:  # statistics of the rows the caller can see
             pairs = self._stems(words)
-            freqs, total = self._visible_stats(sorted({t for _, t in pairs}), cond, params)
+            source = self._visible_rows(flt, cond, params) or source
+            if source == "memories":
+                self.keyword_index_searches += 1
+            freqs, total = self._visible_stats(sorted({t for _, t in pairs}), cond, params, source)
         else:
             pairs, freqs, total = self._stems_and_freqs(words)
         if not pairs:
@@ -474,7 +507,7 @@ class PostgresSearch(PgConnections):
         window_params: list[Any] = []
         if window_rows is not None:
             window_sql, window_params = self._window(
-                match, window_rows, sum(word_df[w] for w in words), flt
+                match, window_rows, sum(word_df[w] for w in words), flt, source
             )
         score_sql = " + ".join("%s * ts_rank(%s::real[], m.tsv, %s::tsquery, 1)" for _ in words)
         weights = self._weights()
@@ -495,7 +528,7 @@ class PostgresSearch(PgConnections):
             tail_params = [q]
         found = self._rows(
             f"SELECT s.id, s.score, {RANK_COLUMNS.replace('m.', 's.')}, {tail} FROM ("
-            f"SELECT m.key, m.id, {score_sql} AS score, {RANK_COLUMNS} FROM memories m "
+            f"SELECT m.key, m.id, {score_sql} AS score, {RANK_COLUMNS} FROM {source} m "
             f"WHERE m.tsv @@ %s::tsquery {window_sql} AND {cond} "
             f"ORDER BY score DESC, m.key DESC LIMIT %s) s "
             f"LEFT JOIN memory_vectors v ON v.key = s.key ORDER BY s.score DESC, s.key DESC",
@@ -508,7 +541,7 @@ class PostgresSearch(PgConnections):
         return [(row[0], float(row[1])) for row in found]
 
     def _window(
-        self, match: str, rows: int, matches: int, flt: MemoryFilter
+        self, match: str, rows: int, matches: int, flt: MemoryFilter, source: str = "memories"
     ) -> tuple[str, list[Any]]:
         """The condition (SQL and parameters) that keeps (about) the newest ``rows``
         of ``matches`` matching rows; empty when all of them are kept.
@@ -524,7 +557,7 @@ class PostgresSearch(PgConnections):
         if flt.isolated:
             cond, params = where(flt)
             row = self._row(
-                f"SELECT m.key FROM memories m WHERE m.tsv @@ %s::tsquery AND {cond} "
+                f"SELECT m.key FROM {source} m WHERE m.tsv @@ %s::tsquery AND {cond} "
                 f"ORDER BY m.key DESC OFFSET %s LIMIT 1",
                 (match, *params, rows - 1),
             )

@@ -101,8 +101,10 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         exact_vector_rows: int = 20000,
         title_weight: float = 3.0,
         secure_delete: bool = True,
+        isolated_scan_rows: int = 500,
     ) -> None:
         self.path = Path(path).expanduser()
+        self.isolated_scan_rows = isolated_scan_rows
         #: Deleted content is overwritten in the file, and the WAL emptied after
         #: each write that deleted some (docs/reliability.md, "Deleting").
         self.secure_delete = secure_delete

@@ -6,6 +6,15 @@ namespaces it cannot read. For such callers the keyword stage ranks with BM25
 statistics computed from the visible rows only, and the vector stage scans the
 visible rows exactly whenever there are at most ``exact_vector_rows`` of them
 (the approximate index is shared by every namespace).
+
+Time is visibility too (issue 20, item 17): reading a word's matches in the shared
+FTS5 index costs time in proportion to its matches in *every* namespace (about a
+microsecond each), so a caller could time how common a word is in memories it
+cannot read. A caller who sees at most ``isolated_scan_rows`` memories is answered
+without the shared index: its visible rows are read through the namespace index
+and matched here (:meth:`SQLiteIsolated._scan_visible`), so the work depends only
+on what it may see. Above that, the index is used and the residual is documented
+(docs/access.md, "Timing").
 """
 
 from __future__ import annotations
@@ -35,6 +44,14 @@ class SQLiteIsolated:
     common_window: int
     exact_vector_rows: int
     title_weight: float
+    #: Untrusted callers who see at most this many memories: keyword matches are
+    #: found among their rows, never through the shared index (SEARCH_ISOLATED_SCAN_ROWS).
+    isolated_scan_rows: int = 500
+    #: For tests and diagnostics: visible rows the isolated keyword stage has scanned
+    #: (what the caller can see, never what other namespaces hold), and the isolated
+    #: keyword searches that went through the shared index instead.
+    keyword_rows_scanned: int = 0
+    keyword_index_searches: int = 0
 
     @property
     def conn(self) -> sqlite3.Connection:  # provided by SQLiteStore
@@ -51,17 +68,22 @@ class SQLiteIsolated:
         if not pairs or k <= 0:
             return []
         cond, params = where(flt)
-        match = " OR ".join(fts_phrase(w) for w in dict.fromkeys(w for w, _ in pairs))
-        rows = self.conn.execute(
-            "SELECT m.rowid, m.id, COALESCE(m.title, ''), m.content, m.tags "
-            "FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY f.rowid DESC LIMIT ?",
-            (match, *params, self.common_window),
-        ).fetchall()
+        scanned = self._scan_visible(pairs, flt)
+        if scanned is not None:
+            rows, total = scanned
+        else:
+            match = " OR ".join(fts_phrase(w) for w in dict.fromkeys(w for w, _ in pairs))
+            rows = self.conn.execute(
+                "SELECT m.rowid, m.id, COALESCE(m.title, ''), m.content, m.tags "
+                "FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+                f"WHERE memories_fts MATCH ? AND {cond} ORDER BY f.rowid DESC LIMIT ?",
+                (match, *params, self.common_window),
+            ).fetchall()
+            self.keyword_index_searches += 1
+            total = int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}",
+                                          params).fetchone()[0])  # fmt: skip
         if not rows:
             return []
-        total = int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)
-                    .fetchone()[0])  # fmt: skip
         docs = self._doc_terms([(title, content, tags) for _, _, title, content, tags in rows])
         terms = {t for _, t in pairs}
         freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
@@ -76,6 +98,53 @@ class SQLiteIsolated:
             scored.append((score, rowid, memory_id))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         return [(memory_id, score) for score, _, memory_id in scored[:k]]
+
+    def _scan_visible(
+        self, pairs: Sequence[tuple[str, str]], flt: MemoryFilter
+    ) -> tuple[list[Any], int] | None:
+        """(the newest ``common_window`` visible rows that hold every term of some
+        query word, newest first; the number of visible rows), found without the
+        shared keyword index; None when the caller sees more than
+        ``isolated_scan_rows`` memories (or no namespace list bounds what it sees).
+
+        The rows are read through the namespace index only (``INDEXED BY``: a
+        type or expiry index would walk other namespaces' rows), and each row's
+        words are stemmed as the index stems them (``_stems``, cached), a set
+        intersection deciding which rows can match before any counting."""
+        if not flt.namespaces:
+            return None
+        cond, params = where(flt)
+        found = self.conn.execute(
+            f"SELECT m.rowid, m.id, COALESCE(m.title, ''), m.content, m.tags "
+            f"FROM memories m INDEXED BY ix_memories_namespace WHERE {cond} LIMIT ?",
+            (*params, self.isolated_scan_rows + 1),
+        ).fetchall()
+        if len(found) > self.isolated_scan_rows:
+            return None
+        self.keyword_rows_scanned += len(found)
+        wanted: dict[str, set[str]] = {}  # query word -> its terms
+        for word, term in pairs:
+            wanted.setdefault(word, set()).add(term)
+        # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
+        words = [set(_WORD.findall(f"{title} {content} {tags}".lower()))
+                 for _, _, title, content, tags in found]  # fmt: skip
+        vocabulary = sorted(set().union(*words)) if words else []
+        stems: dict[str, set[str]] = {}
+        for start in range(0, len(vocabulary), 5000):
+            for word, term in self._stems(vocabulary[start : start + 5000]):
+                stems.setdefault(word, set()).add(term)
+        query_terms = set().union(*wanted.values())
+        surface = {word for word, terms in stems.items() if terms & query_terms}
+        matching = []
+        for row, row_words in zip(found, words, strict=True):
+            present = row_words & surface
+            if not present:
+                continue
+            held = set().union(*(stems[w] for w in present))
+            if any(terms <= held for terms in wanted.values()):
+                matching.append(row)
+        matching.sort(key=lambda row: -row[0])
+        return matching[: self.common_window], len(found)
 
     def _doc_terms(
         self, rows: Sequence[tuple[str, str, str]]
