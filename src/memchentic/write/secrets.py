@@ -326,9 +326,12 @@ def _kind(secret_type: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
 
 
-#: A run of key-like characters holding a digit: every secret the plugins find has one;
-#: text without one skips them (most text: the plugins cost more than our patterns).
-_TOKEN_RUN = re.compile(r"(?=[A-Za-z0-9+/_=.:-]{10})(?<![A-Za-z0-9+/_=.:-])[A-Za-z+/_=.:-]*+\d")
+#: A run of 10 or more key-like characters holding a digit and a letter: every secret
+#: the plugins find has one; text without one (most text, dates included) skips them.
+_TOKEN_RUN = re.compile(
+    r"(?<![A-Za-z0-9+/_=.:-])(?=[A-Za-z0-9+/_=.:-]{10})"
+    r"(?=[A-Za-z+/_=.:-]*+\d)(?=[0-9+/_=.:-]*+[A-Za-z])"
+)
 
 
 def _theirs(text: str, low: str) -> Iterator[tuple[str, int, int]]:
