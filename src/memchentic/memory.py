@@ -248,7 +248,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         ``created_at``, ``valid_from``, ``valid_to``, ``path_hint``, ``repo``,
         ``entities``, ``tier_l0``, ``tier_l1``, ``pinned``, ``on_duplicate``
         (refuse|reinforce|keep), ``auto_edges`` (link to similar memories),
-        ``secrets`` (refuse|redact|allow), ``now``.
+        ``secrets`` (refuse|redact|allow; an identity may only make ``SECRET_POLICY``
+        stricter), ``now``.
         """
         return self.add_many([{"content": content, **options}])[0]
 

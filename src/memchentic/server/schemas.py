@@ -59,7 +59,11 @@ class AddRequest(Scope):
     pinned: bool | None = None
     on_duplicate: Literal["refuse", "reinforce", "keep"] | None = None
     auto_edges: bool | None = None
-    secrets: Literal["refuse", "redact", "allow"] | None = None
+    secrets: Literal["refuse", "redact", "allow"] | None = Field(
+        None,
+        description="Secret policy of this write; only an admin key may make it looser "
+        "than the server's SECRET_POLICY (refuse > redact > allow), else a 422.",
+    )
 
 
 class AddManyRequest(_Strict):
