@@ -59,19 +59,21 @@ def test_near_duplicates_in_other_namespaces_are_not_duplicates(mem: Memory):
 
 
 def test_reinforce_policy_and_keep(make_mem):
-    emb = TableEmbedder({
-        "base": _vec(1, 0), "close": _vec(1, 0.45), "twin": _vec(1, 0.01),
-    })  # fmt: skip
+    base_text, close, twin = (
+        "Bob is allergic to cats", "Bob has an allergy to cats", "Bob is allergic to cats!"
+    )
+    emb = TableEmbedder({base_text: _vec(1, 0), close: _vec(1, 0.45), twin: _vec(1, 0.01)})
     m = make_mem("r", embedder=emb)
     try:
-        base = m.add("base")
-        # cosine(base, close) = 0.912: under NEAR_DUP (0.92), over dedup (0.9)
-        assert m.add("close").status == "added"
+        base = m.add(base_text)
+        # a paraphrase (other content words, the same values) at cosine 0.912: under
+        # NEAR_DUP (0.92), over dedup (0.9)
+        assert m.add(close).status == "added"
         m.delete(m.list()[0].id)
-        res = m.add("close", on_duplicate="reinforce")
+        res = m.add(close, on_duplicate="reinforce")
         assert res.status == "reinforced" and res.id == base.id
         assert m.get(base.id).reinforcement == 2
-        kept = m.add("twin", on_duplicate="keep")
+        kept = m.add(twin, on_duplicate="keep")
         assert kept.status == "added" and kept.id != base.id
     finally:
         m.close()

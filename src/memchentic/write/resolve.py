@@ -198,32 +198,36 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
         for ctx, record, _ in items
     ]  # fmt: skip
     free = [p and is_record_of_speech(ctx, r) for p, (ctx, r, _) in zip(plain, items, strict=True)]
-    checked = [i for i, (p, f) in enumerate(zip(plain, free, strict=True)) if p and not f]
-    out = list(free)
-    if len(checked) + sum(free) < 2:  # nothing to gain over the one-by-one path
+    checked = [p and not f for p, f in zip(plain, free, strict=True)]
+    if sum(plain) < 2:  # nothing to gain over the one-by-one path
         return [False] * len(items)
-    if not checked:
-        return out
-    subset = [items[i] for i in checked]
-    limits = np.array([_floor(ctx) for ctx, _, _ in subset])
+    if not any(checked):
+        return free
+    # every earlier write counts as a neighbour; only the checked ones can be ruled out
+    limits = np.array(
+        [_floor(ctx) if c else np.inf for (ctx, _, _), c in zip(items, checked, strict=True)]
+    )
     floor = float(limits.min())
-    matrix = np.stack([np.asarray(v, dtype=np.float32) for _, _, v in subset])
+    matrix = np.stack([np.asarray(v, dtype=np.float32) for _, _, v in items])
     unit = unit_rows(matrix, matrix.shape[1])
     codes: dict[str, int] = {}
-    namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in subset])
+    namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in items])
     ruled_out = _close_to_earlier(unit, namespaces, limits, floor)
-    # Stored memories: one batched lookup; only the close ones are read.
-    ctx0 = subset[0][0]
+    # Stored memories: one batched lookup of the checked writes; only the close ones are read.
+    rows = np.flatnonzero(checked)
+    ctx0 = items[0][0]
     k = ctx0.settings.write_neighbours
-    stored = ctx0.store.similar_many(unit, k, floor)
-    for n, ((ctx, record, _), near) in enumerate(zip(subset, stored, strict=True)):
+    stored = ctx0.store.similar_many(unit[rows], k, floor)
+    out = list(free)
+    for n, near in zip(rows, stored, strict=True):
+        ctx, record, _ = items[n]
         if ruled_out[n]:
             continue
         if len(near) >= k and not all(_compared(ctx, record, old) for old in near):
             # The one-by-one path compares the k nearest that pass its filter;
             # some of these do not, so ones further away may count: look there.
             continue
-        out[checked[n]] = not any(
+        out[n] = not any(
             old.namespace == record.namespace and old.cosine >= limits[n] for old in near
         )
     return out
@@ -393,9 +397,12 @@ EPISODIC = "episodic"
 
 def _comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
     """Whether ``new`` may be refused against, or supersede, ``old``: not a record of
-    speech, and said by the same speaker (role, speaker and agent, where both say)."""
+    speech, valid at a time when ``new`` is, and said by the same speaker (role,
+    speaker and agent, where both say)."""
     if old.type == EPISODIC:
         return False
+    if old.valid_to is not None and new.valid_from is not None and old.valid_to <= new.valid_from:
+        return False  # it held until the new one begins: both stay true in their time
     if old.agent_id and new.agent_id and old.agent_id != new.agent_id:
         return False
     for key in SPEAKER_KEYS:
