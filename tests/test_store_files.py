@@ -220,10 +220,10 @@ def _dead_pid() -> int:
 
 
 def _old(path: Path, text: str = "x") -> Path:
-    """A file written an hour ago."""
+    """A file written 30 days ago (before this test process started)."""
     path.write_text(text)
-    an_hour_ago = time.time() - 3600
-    os.utime(path, (an_hour_ago, an_hour_ago))
+    long_ago = time.time() - 30 * 86400
+    os.utime(path, (long_ago, long_ago))
     return path
 
 

@@ -164,9 +164,10 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             )
         except SQLiteStoreError as exc:
             conn.close()
-            if exc.locked:
+            refused = open_error(exc, self.path)
+            if refused is None:
                 raise
-            raise open_error(exc, self.path) from exc
+            raise refused from exc
         with self._conns_lock:
             self._conns.append(conn)
         return conn
@@ -191,9 +192,10 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
         except SQLiteStoreError as exc:
-            if exc.locked:
+            refused = open_error(exc, self.path)
+            if refused is None:
                 raise
-            raise open_error(exc, self.path) from exc
+            raise refused from exc
         if tables and "meta" not in tables:
             raise NotAStoreError(f"{self.path} is not a memchentic store (no meta table)")
         if "meta" in tables and self.get_meta("app") != APP_ID:
@@ -399,7 +401,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             chunk = unique[start : start + 500]
             yield from self.conn.execute(
                 f"{select} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk
-            )
+            ).fetchall()  # one call, not a step a row
 
     def _by_rowids(
         self,
@@ -419,7 +421,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 f"SELECT {columns} FROM memories m NOT INDEXED {joined} "
                 f"WHERE m.rowid IN ({', '.join('?' * len(chunk))}) AND {cond}",
                 (*chunk, *params),
-            )
+            ).fetchall()  # one call, not a step a row
 
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         records = map(row_to_record, self._by_ids(f"SELECT {SELECT_COLUMNS} FROM memories m", ids))
@@ -878,7 +880,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             for (key,) in self.conn.execute(
                 "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid >= ?",
                 (fts_phrase(word), window),
-            ):
+            ).fetchall():
                 scores[key] = scores.get(key, 0.0) + idf
         ranked = sorted(scores, key=lambda key: (-scores[key], -key))
         cond, params = where(flt)

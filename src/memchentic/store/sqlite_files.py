@@ -100,17 +100,19 @@ def _check(conn: sqlite3.Connection, path: Path, known_version: int) -> None:
             row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
             refuse_newer(int(row[0] or 0), known_version, str(path))
     except SQLiteStoreError as exc:
-        if exc.locked:
+        refused = open_error(exc, path)
+        if refused is None:
             raise
-        raise open_error(exc, path) from exc
+        raise refused from exc
 
 
-def open_error(exc: SQLiteStoreError, path: Path) -> SQLiteStoreError | NotAStoreError:
-    """What opening ``path`` raises for ``exc``: a damaged file stays a damaged file
-    (``SQLITE_NOTADB``: not a database at all, so not a store)."""
+def open_error(exc: SQLiteStoreError, path: Path) -> NotAStoreError | None:
+    """What opening ``path`` raises for ``exc``: None to raise ``exc`` itself (the
+    file is locked, or damaged), else a :class:`NotAStoreError` (``SQLITE_NOTADB``:
+    not a database at all, so not a store)."""
     name = getattr(exc.sqlite_error, "sqlite_errorname", "") or ""
-    if is_damaged(exc) and not name.startswith("SQLITE_NOTADB"):
-        return exc
+    if exc.locked or (is_damaged(exc) and not name.startswith("SQLITE_NOTADB")):
+        return None
     return NotAStoreError(f"{path} is not a memchentic store ({exc.sqlite_error})")
 
 
