@@ -688,6 +688,9 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if not include_superseded:  # a superseded hit stands for the tip of its chain
             shown = replace(flt, include_superseded=False)
             ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown, when)
+        if include_trace:  # the trace says which hits replaced other memories
+            for c in ranked:
+                c.trace["supersedes"] = float(supersession.replaced(self.store, c.memory))
         self.bus.emit(
             "memory.searched", actor=self.access.actor(self.principal),
             namespace=self.access.default_namespace(self.principal), results=len(ranked),

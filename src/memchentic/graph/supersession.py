@@ -42,6 +42,17 @@ def tip(
     return current, hops, not current.superseded_by
 
 
+def replaced(store: Store, record: MemoryRecord) -> int:
+    """How many memories of its own namespace ``record`` superseded directly (what a
+    search trace reports; other namespaces' memories are not counted: the caller
+    may not see them)."""
+    targets = [e.target for e in store.edges(record.id, kind="supersedes") if e.source == record.id]
+    if not targets:
+        return 0
+    found = store.get_many(targets)
+    return sum(1 for t in targets if t in found and found[t].namespace == record.namespace)
+
+
 def passes(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
     """Whether a chain's tip may stand in a read made with ``flt``."""
     if flt.namespaces is not None and record.namespace not in flt.namespaces:
