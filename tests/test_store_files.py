@@ -298,3 +298,25 @@ def test_deleted_content_does_not_linger_in_the_file_or_the_wal(tmp_path: Path, 
         assert len(mem.list(limit=100)) == 40
     finally:
         mem.close()
+
+
+def test_a_vector_index_save_that_fails_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import errno
+
+    import numpy as np
+
+    from memchentic.store.vectors import VectorIndex
+
+    index = VectorIndex(8)
+    index.upsert([1, 2], np.eye(2, 8, dtype=np.float32))
+
+    def full_disk(self: VectorIndex, tmp: Path) -> str:
+        tmp.write_bytes(b"half an index")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(VectorIndex, "_write_npz", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        index.save(tmp_path / "memory.db.vectors", "epoch")
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == []

@@ -59,7 +59,7 @@ import os
 import threading
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
@@ -677,16 +677,22 @@ class VectorIndex:
             if self._saved == (self.applied_seq, epoch) and path.exists():
                 return
             tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-            kind = self._write_npz(tmp)
-            os.replace(tmp, path)
-            side = {
-                "seq": self.applied_seq, "epoch": epoch, "dimension": self.dimension,
-                "format": kind,
-            }  # fmt: skip
             side_path = path.with_suffix(path.suffix + ".json")
             tmp_side = side_path.with_suffix(f".{os.getpid()}.tmp")
-            tmp_side.write_text(json.dumps(side))
-            os.replace(tmp_side, side_path)
+            try:
+                kind = self._write_npz(tmp)
+                os.replace(tmp, path)
+                side = {
+                    "seq": self.applied_seq, "epoch": epoch, "dimension": self.dimension,
+                    "format": kind,
+                }  # fmt: skip
+                tmp_side.write_text(json.dumps(side))
+                os.replace(tmp_side, side_path)
+            except BaseException:  # a full disk: leave no half-written file behind
+                for leftover in (tmp, tmp_side):
+                    with suppress(OSError):
+                        leftover.unlink()
+                raise
             self._saved = (self.applied_seq, epoch)
 
     def _write_npz(self, tmp: Path) -> str:
