@@ -383,29 +383,3 @@ def test_jsonb_columns_load_like_the_json_parser(mem: Memory):
     res = mem.add("jsonb round trip", tags=["ops", "naïve"], metadata={"n": {"a": [1]}})
     stored = mem.get(res.id)
     assert stored.tags == ["ops", "naïve"] and stored.metadata["n"] == {"a": [1]}
-
-
-def test_many_negated_memories_send_affirmative_writes_through_the_graph(
-    make_mem: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An affirmative write's lookup reads the negated memories and compares them
-    here while they are few; past ``NEGATED_FETCH_ROWS`` it answers as a plain
-    lookup (the k nearest of every polarity), which the bulk check also accepts."""
-    from memchentic.store import postgres_search
-
-    mem = make_mem(embedder=HashEmbedder(dimension=64))
-    texts = ["the pump is not running", "the pump never starts", "the pump is not oiled",
-             "the pump is running", "the pump starts"]  # fmt: skip
-    mem.add_many(texts, on_duplicate="keep")
-    query = np.array([mem.embedder.embed("the pump is not running")] * 2)
-
-    def ask() -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-        plain, apart = mem.store.similar_many(query, 10, -1.0, other_polarity=[None, 1])
-        return [(n.id, n.polarity) for n in plain], [(n.id, n.polarity) for n in apart]
-
-    plain, apart = ask()
-    assert sorted(p for _, p in apart) == [-1, -1, -1]  # the negated ones alone
-    assert {i for i, _ in apart} == {i for i, p in plain if p == -1}
-    monkeypatch.setattr(postgres_search, "NEGATED_FETCH_ROWS", 2)
-    plain, apart = ask()
-    assert apart == plain and len(plain) == 5

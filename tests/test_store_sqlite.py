@@ -7,13 +7,10 @@ import sqlite3
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from memchentic import HashEmbedder, Memory
 from memchentic.store.migrations.sqlite import MIGRATIONS
-
-from .conftest import TableEmbedder
 
 pytestmark = pytest.mark.backends("sqlite")
 
@@ -222,72 +219,6 @@ def test_common_words_rank_the_newest_window_by_idf(db_path: Path):
         dropped = {ids[i] for i in window[-4:]}
         only = m.store.keyword_search("alpha beta", 50, MemoryFilter(exclude_ids=list(dropped)))
         assert {i for i, _ in only} == {ids[i] for i in window} - dropped
-
-
-def _negation_table() -> dict[str, list[float]]:
-    """Texts around one direction: affirmative ones and negations (16 dimensions)."""
-    rng = np.random.default_rng(11)
-    axis = np.eye(16)[0]
-    table = {}
-    for i in range(40):
-        step = rng.standard_normal(16) * 0.05
-        table[f"Fact {i} holds" if i % 4 else f"Fact {i} does not hold"] = (axis + step).tolist()
-    for name in ("Late 1", "Late 2", "Late 3"):
-        table[f"{name} does not hold"] = (axis + rng.standard_normal(16) * 0.05).tolist()
-    for name in ("Late 4", "Late 5"):
-        table[f"{name} holds"] = (axis + rng.standard_normal(16) * 0.05).tolist()
-    return table
-
-
-def _other_polarity_ids(store, table: dict[str, list[float]]) -> tuple[set[str], int]:
-    """The ids an affirmative write's lookup finds, and how many of them are affirmative."""
-    query = np.array([np.eye(16)[0]], dtype=np.float32)
-    (found,) = store.similar_many(query, 100, 0.5, other_polarity=[1])
-    return {n.id for n in found}, sum(1 for n in found if n.polarity == 1)
-
-
-def test_affirmative_writes_look_only_at_negated_rows_and_follow_every_change(
-    db_path: Path,
-) -> None:
-    """The SQLite store answers an affirmative write's lookup from its index of the
-    negated rows alone. That index follows writes from this process, from another
-    connection, a polarity changed in place, and a rolled-back transaction."""
-    table = _negation_table()
-    embedder = TableEmbedder(table, dimension=16)
-    mem = Memory(path=db_path, embedder=embedder)
-    other = Memory(path=db_path, embedder=TableEmbedder(table, dimension=16))
-    try:
-        results = mem.add_many(sorted(t for t in table if not t.startswith("Late")),
-                               on_duplicate="keep")  # fmt: skip
-        negated = {r.id for r in results if r.memory is not None and r.memory.polarity == -1}
-        assert len(negated) == 10
-        found, affirmative = _other_polarity_ids(mem.store, table)
-        assert (found, affirmative) == (negated, 0)
-
-        late = other.add("Late 1 does not hold", on_duplicate="keep")  # another connection
-        assert late.status in ("added", "superseded") and late.id is not None
-        negated.add(late.id)
-        assert _other_polarity_ids(mem.store, table) == (negated, 0)
-
-        flipped = sorted(negated)[0]  # a polarity changed without a new vector
-        with sqlite3.connect(db_path) as conn:
-            conn.execute("UPDATE memories SET polarity = 1 WHERE id = ?", (flipped,))
-        negated.discard(flipped)
-        assert _other_polarity_ids(mem.store, table) == (negated, 0)
-
-        with pytest.raises(RuntimeError), mem.store.write():
-            rolled = mem.add_many(["Late 2 does not hold", "Late 3 does not hold"],
-                                  on_duplicate="keep")  # fmt: skip
-            assert all(r.status in ("added", "superseded") for r in rolled)
-            assert {r.id for r in rolled} <= _other_polarity_ids(mem.store, table)[0]
-            raise RuntimeError("roll back")
-        assert _other_polarity_ids(mem.store, table) == (negated, 0)
-        # the rolled-back rows' keys are used again, by affirmative rows
-        mem.add_many(["Late 4 holds", "Late 5 holds"], on_duplicate="keep")
-        assert _other_polarity_ids(mem.store, table) == (negated, 0)
-    finally:
-        other.close()
-        mem.close()
 
 
 def test_a_thread_of_its_own_copies_bulk_writes_into_the_database_file(db_path: Path) -> None:

@@ -252,19 +252,10 @@ class Store(ABC):
         vectors: np.ndarray,
         k: int,
         min_cosine: float,
-        *,
-        other_polarity: Sequence[int | None] | None = None,
     ) -> list[list[Neighbour]]:
         """For each row of ``vectors``: up to ``k`` stored memories (any namespace,
         kind or state) with cosine >= ``min_cosine``, best first, each with the
         columns of :class:`Neighbour`.
-
-        With ``other_polarity`` (an entry per row), a row whose entry is a polarity
-        needs only the memories of another polarity: a backend may leave out those
-        of that same polarity and answer with the best ``k`` of the others (one
-        that does not answers as without ``other_polarity``). The bulk write path
-        asks this for writes that keep duplicates, where only a contradiction (a
-        close memory of another polarity) changes the outcome.
 
         The bulk write path asks this once per batch to find the new memories
         that need no resolution (nothing stored is close to them). Backends may

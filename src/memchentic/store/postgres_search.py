@@ -32,13 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from ..record import AFFIRMATIVE
 from ..retrieval.signals import idf
 from ..retrieval.text import query_words
 from .base import MemoryFilter, Neighbour, RankRow
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
-from .vectors import unit_rows
 
 #: HNSW graph degree and build effort: pgvector's degree, twice its build effort
 #: (a graph built one insert at a time needs it: recall@10 0.94 -> 0.98 at 100k).
@@ -51,10 +49,6 @@ EF_SEARCH_MAX = 1000
 #: microsecond a row (SQLite's in-process matrix is far cheaper, so its limit,
 #: ``SEARCH_EXACT_VECTOR_ROWS``, applies here only when it is smaller).
 EXACT_SCAN_MAX = 1000
-#: Most negated rows (polarity not AFFIRMATIVE) fetched for an exact bulk check
-#: of affirmative writes that keep duplicates (1.5 KB each at 384 dimensions);
-#: with more, their lookup walks the HNSW graph over every row like the others.
-NEGATED_FETCH_ROWS = 10_000
 #: Most rows a keyword query ranks (``SEARCH_COMMON_WINDOW`` when smaller): the
 #: rarest words are kept while their matches add up to this, and a query of only
 #: words more common ranks their newest this-many matches.
@@ -215,51 +209,13 @@ class PostgresSearch(PgConnections):
         vectors: np.ndarray,
         k: int,
         min_cosine: float,
-        *,
-        other_polarity: Sequence[int | None] | None = None,
     ) -> list[list[Neighbour]]:
         """One statement for the whole batch: each vector's ``k`` nearest rows by the
-        HNSW index (or an exact scan in a small store), any namespace or state.
-
-        The rows an affirmative write needs with ``other_polarity`` (the negated
-        ones, a few in most stores) are read once, when there are at most
-        :data:`NEGATED_FETCH_ROWS`, and compared with those writes here, exactly."""
+        HNSW index (or an exact scan in a small store), any namespace or state."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        out: list[list[Neighbour]] = [[] for _ in range(len(queries))]
         if not len(queries) or k <= 0:
-            return out
-        rest = list(range(len(queries)))
-        apart = [i for i, p in enumerate(other_polarity or ()) if p == AFFIRMATIVE]
-        if apart and (negated := self._negated_rows(int(queries.shape[1]))) is not None:
-            for i, hits in zip(apart, _nearest(queries[apart], negated, k, min_cosine),
-                               strict=True):  # fmt: skip
-                out[i] = hits
-            rest = sorted(set(rest) - set(apart))
-        if rest:
-            for i, hits in zip(rest, self._similar_many(queries[rest], k, min_cosine),
-                               strict=True):  # fmt: skip
-                out[i] = hits
-        return out
-
-    def _negated_rows(self, size: int) -> tuple[np.ndarray, list[Neighbour]] | None:
-        """The stored rows of a polarity other than AFFIRMATIVE with a vector of
-        ``size``: their unit vectors and columns (cosine 0), or None past
-        :data:`NEGATED_FETCH_ROWS` of them."""
-        rows = self._rows(
-            f"SELECT v.embedding, m.id, m.namespace, m.kind, m.polarity, m.superseded_by, "
-            f"m.expires_at FROM memories m JOIN memory_vectors v ON v.key = m.key "
-            f"WHERE m.polarity <> {AFFIRMATIVE} AND vector_dims(v.embedding) = {int(size)} "
-            f"LIMIT {NEGATED_FETCH_ROWS + 1}",
-            binary=True,
-        )
-        if len(rows) > NEGATED_FETCH_ROWS:
-            return None
-        matrix = np.array([row[0] for row in rows], dtype=np.float32).reshape(len(rows), size)
-        columns = [
-            Neighbour(memory_id, 0.0, namespace, kind, polarity, superseded, utc(expires))
-            for _, memory_id, namespace, kind, polarity, superseded, expires in rows
-        ]
-        return unit_rows(matrix, size), columns
+            return [[] for _ in range(len(queries))]
+        return self._similar_many(queries, k, min_cosine)
 
     def _similar_many(
         self, queries: np.ndarray, k: int, min_cosine: float
@@ -588,19 +544,3 @@ class PostgresSearch(PgConnections):
             chosen.append(word)
             total += word_df[word]
         return chosen, window_rows
-
-
-def _nearest(
-    queries: np.ndarray, rows: tuple[np.ndarray, list[Neighbour]], k: int, min_cosine: float
-) -> list[list[Neighbour]]:
-    """Each query's best ``k`` of ``rows`` with cosine >= ``min_cosine``, best first."""
-    matrix, columns = rows
-    if not len(columns):
-        return [[] for _ in range(len(queries))]
-    sims = unit_rows(queries, matrix.shape[1]) @ matrix.T
-    out = []
-    for row in sims:
-        close = np.flatnonzero(row >= min_cosine)
-        best = close[np.argsort(-row[close], kind="stable")][:k]
-        out.append([columns[j]._replace(cosine=float(row[j])) for j in best.tolist()])
-    return out

@@ -31,7 +31,7 @@ import numpy as np
 from ..clock import from_text, to_text
 from ..errors import NotAStoreError, StoreError
 from ..lifetime import DecayScan
-from ..record import AFFIRMATIVE, Edge, MemoryRecord, Version
+from ..record import Edge, MemoryRecord, Version
 from ..retrieval.text import fts_phrase, query_words
 from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
 from .migrations.sqlite import MIGRATIONS, TOKENIZER, migrate
@@ -117,10 +117,6 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._index: VectorIndex | None = None
-        #: The vectors of the rows whose polarity is not AFFIRMATIVE, beside the
-        #: index it follows (``_index`` when in step): built on first use by the
-        #: bulk write check, synced with it, dropped with it.
-        self._negated: tuple[VectorIndex, VectorIndex] | None = None
         self._index_lock = threading.RLock()
         self._closed = False
         self.checkpointer = Checkpointer(self._checkpoint_connection)
@@ -505,9 +501,6 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             removed = [k for k, op in latest.items() if op == "delete"]
             upserted = [k for k, op in latest.items() if op == "upsert"]
             index.remove(removed)
-            negated = self._negated[1] if self._negated and self._negated[0] is index else None
-            if negated is not None:
-                negated.remove(removed)
             for start in range(0, len(upserted), 8192):
                 chunk = upserted[start : start + 8192]
                 if len(chunk) == 1:  # the common case: one write since the last search
@@ -526,43 +519,8 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
                 index.upsert(keys, matrix)
                 if len(rows) < len(chunk):
                     index.remove(list(set(chunk) - set(keys)))
-                if negated is not None:
-                    self._follow_polarity(negated, chunk, keys, matrix)
             index.applied_seq = changes[-1][0]
             return index
-
-    def _follow_polarity(
-        self, negated: VectorIndex, changed: list[int], keys: list[int], matrix: np.ndarray
-    ) -> None:
-        """Bring the negated rows' index up to these changed rows (``keys`` and
-        ``matrix``: the vectors of those still stored)."""
-        found = {r[0] for r in self._by_rowids("m.rowid", keys, f"m.polarity != {AFFIRMATIVE}")}
-        negated.remove([key for key in changed if key not in found])
-        kept = [i for i, key in enumerate(keys) if key in found]
-        if kept:
-            negated.upsert([keys[i] for i in kept], matrix[kept])
-
-    def _negated_index(self) -> tuple[VectorIndex, VectorIndex] | None:
-        """The main index, synced, and the index of the rows whose polarity is not
-        AFFIRMATIVE in step with it (built from the rows on first use: rows changed
-        since then are replayed from the log with the main index, reading their
-        current state)."""
-        with self._index_lock:
-            index = self._sync_index()
-            if index is None:
-                return None
-            if self._negated is None or self._negated[0] is not index:
-                negated = VectorIndex(index.dimension, exact_below=self.exact_vector_rows)
-                rows = self.conn.execute(
-                    f"SELECT v.rowid, v.embedding FROM memories m "
-                    f"INDEXED BY ix_memories_negated JOIN vectors v ON v.rowid = m.rowid "
-                    f"WHERE m.polarity != {AFFIRMATIVE}"
-                ).fetchall()
-                if rows:
-                    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-                    negated.upsert([r[0] for r in rows], matrix.reshape(len(rows), -1))
-                self._negated = (index, negated)
-            return self._negated
 
     def vector_search(
         self,
@@ -607,28 +565,12 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         vectors: np.ndarray,
         k: int,
         min_cosine: float,
-        *,
-        other_polarity: Sequence[int | None] | None = None,
     ) -> list[list[Neighbour]]:
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-        # An affirmative write that needs only the rows of another polarity looks
-        # among the negated rows alone (a few in most stores).
-        apart = np.array([p == AFFIRMATIVE for p in other_polarity or ()], dtype=bool)
-        pair = self._negated_index() if apart.any() else None
-        index = pair[0] if pair is not None else self._sync_index()
+        index = self._sync_index()
         if index is None or not len(index) or k <= 0:
             return [[] for _ in range(len(queries))]
-        if pair is None:
-            close = index.search_many(queries, k, min_cosine)
-        else:
-            negated = pair[1]
-            close = [[] for _ in range(len(queries))]
-            for mask, source in ((apart, negated), (~apart, index)):
-                at = np.flatnonzero(mask)
-                if len(at) and len(source):
-                    for i, hits in zip(at.tolist(), source.search_many(queries[at], k, min_cosine),
-                                       strict=True):  # fmt: skip
-                        close[i] = hits
+        close = index.search_many(queries, k, min_cosine)
         keys = list(dict.fromkeys(key for hits in close for key, _ in hits))
         facts = {
             key: row

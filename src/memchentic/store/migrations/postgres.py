@@ -241,7 +241,10 @@ def m004_keyword_index_without_pending_list(conn: Any) -> None:
 
 def m005_negated_rows(conn: Any) -> None:
     """The rows whose polarity is not affirmative, found without a scan (the bulk
-    write check of affirmative writes that keep duplicates reads them)."""
+    write check of affirmative writes that keep duplicates reads them).
+
+    No longer read since issue 21; the index stays, since removing it needs a
+    migration."""
     conn.execute("CREATE INDEX ix_memories_negated ON memories (key) WHERE polarity <> 1")
 
 

@@ -215,7 +215,10 @@ def m003_events_and_turns(conn: sqlite3.Connection) -> None:
 def m004_negated_rows(conn: sqlite3.Connection) -> None:
     """The rows whose polarity is not affirmative, found without a scan (each
     process keeps an index of their vectors for the bulk write check), and a
-    change of polarity logged as a vector change so those indexes follow it."""
+    change of polarity logged as a vector change so those indexes follow it.
+
+    No longer read since issue 21 (that in-process index is gone); the index and
+    the trigger stay, since removing them needs a migration."""
     run_script(
         conn,
         """
