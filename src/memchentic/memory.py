@@ -174,7 +174,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
             raise ValidationError("identity", f"unknown identity: {name}")
         view = copy.copy(self)
         view.principal = Principal(identity.name, trusted=False, identity_id=identity.id)
-        view._owns_store = False
+        view._owns_store = view._owns_resolver = False  # the parent closes them
         return view
 
     def _identity_key(self, name: str) -> tuple[str, str]:
