@@ -29,3 +29,15 @@ def test_ids_sort_by_time_and_count_up_within_a_millisecond():
     assert len(set(made)) == len(made)
     assert all(len(i) == 26 and set(i) <= set(ids._ALPHABET) for i in made)
     assert made[0][:10] == made[49][:10] != made[50][:10]
+
+
+def test_ids_of_one_millisecond_sort_in_write_order_even_when_made_apart():
+    """Two sessions stamped with the same date, logged one after the other: the i-th
+    turns of both share a millisecond but are not minted back to back (issue 22)."""
+    a, b = 1_700_000_000_000, 1_600_000_000_000
+    made = [ids.new_id(ms) for _ in range(3) for ms in (a, b, a + 60_000)]
+    same_a = [i for n, i in enumerate(made) if n % 3 == 0]
+    same_b = [i for n, i in enumerate(made) if n % 3 == 1]
+    assert same_a == sorted(same_a) and same_b == sorted(same_b)
+    assert len(set(made)) == len(made)
+    assert sorted(made)[:3] == same_b  # the millisecond still comes first

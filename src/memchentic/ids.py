@@ -8,9 +8,9 @@ import time
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _lock = threading.Lock()
-_last_ms = -1
-_last_rand = 0
-
+#: Counts every id this process makes (the high 40 bits of the random part), from a
+#: random start; the low 40 bits are fresh random bits for each id.
+_count = int.from_bytes(os.urandom(5), "big") >> 1  # room to count up
 
 #: Every pair of base32 digits, indexed by the 10 bits they encode.
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
@@ -32,13 +32,16 @@ def _encode(ms: int, rand: int) -> str:
 
 
 def new_id(ms: int | None = None) -> str:
-    """A new ULID; monotonic within one process for ids made in the same millisecond."""
-    global _last_ms, _last_rand
+    """A new ULID; ids with the same millisecond sort in the order they were made.
+
+    Like ULID's monotonic mode, but across the whole process rather than between
+    consecutive calls only: the random part starts with a process-wide counter, so
+    two back-dated writes stamped with the same ``created_at`` (two sessions of one
+    date, logged apart) still sort by write order, never by random bits. The 40
+    random bits after the counter keep ids of different processes apart."""
+    global _count
+    now = int(time.time() * 1000) if ms is None else ms
+    low = int.from_bytes(os.urandom(5), "big")
     with _lock:
-        now = int(time.time() * 1000) if ms is None else ms
-        if now == _last_ms:
-            _last_rand = (_last_rand + 1) & ((1 << 80) - 1)
-        else:
-            _last_ms = now
-            _last_rand = int.from_bytes(os.urandom(10), "big") >> 1  # room to count up
-        return _encode(now, _last_rand)
+        _count = (_count + 1) & _LOW40
+        return _encode(now, _count << 40 | low)
