@@ -22,72 +22,33 @@ Usage (from the repository root)::
     python bench/longmemeval_writes.py --data FILE --types knowledge-update --embedder hash
 
 Vectors are cached on disk by text hash (``--cache``, default
-``bench/results/embeddings.sqlite``), so a second run embeds nothing again.
+``bench/results/embeddings.sqlite``; ``bench.harness.cache``), so a second run
+embeds nothing again. The retrieval figures of LongMemEval come from
+``bench/longmemeval.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import json
-import sqlite3
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memchentic import Embedder, Memory, Settings
-from memchentic.embed import get_embedder
-from memchentic.write.statements import embedding_text
+if __package__ in (None, ""):  # run as a script: the repository root holds ``bench``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-class DiskCachedEmbedder(Embedder):
-    """``inner``'s vectors, kept in a SQLite file by SHA-1 of model and text."""
-
-    def __init__(self, inner: Embedder, path: Path) -> None:
-        self.inner = inner
-        self.name, self.model, self.dimension = inner.name, inner.model, inner.dimension
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
-        self.db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, b BLOB)")
-
-    def _key(self, text: str) -> str:
-        return hashlib.sha1(f"{self.model}\0{text}".encode()).hexdigest()
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for k, b in self.db.execute(f"SELECT k, b FROM v WHERE k IN ({marks})", chunk):
-                found[k] = np.frombuffer(b, dtype=np.float32)
-        todo = [i for i, k in enumerate(keys) if k not in found]
-        for start in range(0, len(todo), 256):
-            part = todo[start : start + 256]
-            vectors = self.inner.embed_batch([texts[i] for i in part])
-            rows = [
-                (keys[i], np.asarray(v, dtype=np.float32).tobytes())
-                for i, v in zip(part, vectors, strict=True)
-            ]
-            self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?)", rows)
-            self.db.commit()
-            for i, v in zip(part, vectors, strict=True):
-                found[keys[i]] = np.asarray(v, dtype=np.float32)
-        return np.vstack([found[k] for k in keys])
-
-
-def parse_date(text: str) -> datetime:
-    return datetime.strptime(text.split(" (")[0] + text.split(")")[-1], "%Y/%m/%d %H:%M").replace(
-        tzinfo=UTC
-    )
+from bench.harness.cache import DEFAULT_PATH, DiskCachedEmbedder  # noqa: E402
+from bench.harness.longmemeval import parse_date, read  # noqa: E402
+from memchentic import Embedder, Memory, Settings  # noqa: E402
+from memchentic.embed import get_embedder  # noqa: E402
+from memchentic.write.statements import embedding_text  # noqa: E402
 
 
 def run(items: list[dict[str, Any]], embedder: Embedder, progress: Any) -> dict[str, Any]:
@@ -170,12 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="LongMemEval JSON (.json or .json.gz)")
     parser.add_argument("--embedder", default="local", help="local (default) or hash")
     parser.add_argument("--types", nargs="*", help="only these question types")
-    parser.add_argument("--cache", default="bench/results/embeddings.sqlite")
+    parser.add_argument("--cache", default=str(DEFAULT_PATH))
     parser.add_argument("--json", dest="json_path", help="write the figures to this file")
     args = parser.parse_args(argv)
-    opener = gzip.open if args.data.endswith(".gz") else open
-    with opener(args.data, "rt", encoding="utf-8") as handle:
-        items = json.load(handle)
+    items = read(args.data)
     if args.types:
         items = [i for i in items if i["question_type"] in args.types]
     inner = get_embedder(args.embedder, Settings())

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from memchentic.retrieval import baselines as bl
-from memchentic.retrieval import locomo
+from bench import locomo as locomo_cli
+from bench.harness import baselines as bl
+from bench.harness import locomo
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 
@@ -100,7 +100,9 @@ def test_loader_keeps_questions_with_evidence_and_ends_at_the_last_session(tmp_p
         "Bob: Lovely! What does Pixel eat? [shares a photo: a photo of a cat bowl]"
     )
     assert len(conv.questions) == 3 and conv.dropped_evidence == 1
-    assert conv.end == datetime(2023, 6, 2, 9, 30, tzinfo=UTC)  # session 3 has no turns
+    # a minute per turn from the session's date; session 3 has no turns
+    assert [t.when.minute for t in conv.turns] == [0, 1, 2, 30, 31, 32]
+    assert conv.end == datetime(2023, 6, 2, 9, 32, tzinfo=UTC)
 
 
 def _check_report(report: dict, questions: int) -> None:
@@ -122,7 +124,7 @@ def _check_report(report: dict, questions: int) -> None:
 
 def test_end_to_end_on_a_tiny_conversation(tmp_path: Path):
     _tiny_conversation(tmp_path)
-    report = locomo.run_benchmark(tmp_path, embedder="hash", ablations={"ctx off": {
+    report = locomo.run_benchmark(tmp_path, embedder="hash", cache=None, ablations={"ctx off": {
         "search_context_weight": 0.0}})  # fmt: skip
     _check_report(report, 3)
     assert report["turns"] == 6
@@ -133,24 +135,38 @@ def test_end_to_end_on_a_tiny_conversation(tmp_path: Path):
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="the LoCoMo development split is not here")
 def test_end_to_end_on_a_slice_of_the_development_split():
-    report = locomo.run_benchmark(DATA, embedder="hash", conversations=["30"], max_questions=10)
+    report = locomo.run_benchmark(
+        DATA, embedder="hash", conversations=["30"], max_questions=10, cache=None
+    )
     _check_report(report, 10)
     assert report["conversations"] == ["30"]
 
 
-def test_cli_bench_locomo_writes_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from memchentic.cli import app
-
-    monkeypatch.setenv("MEMCHENTIC_HOME", str(tmp_path / "home"))
-    _tiny_conversation(tmp_path)
-    out = tmp_path / "out.json"
-    result = CliRunner().invoke(
-        app, ["bench", "locomo", "--data", str(tmp_path), "--embedder", "hash", "--json", str(out)]
-    )
-    assert result.exit_code == 0, result.output
-    assert "memchentic" in result.output
+def test_cli_writes_json_and_caches_vectors_on_disk(tmp_path: Path, capsys):
+    (tmp_path / "data").mkdir()
+    _tiny_conversation(tmp_path / "data")
+    out, cache = tmp_path / "out.json", tmp_path / "vectors.sqlite"
+    argv = ["--data", str(tmp_path / "data"), "--embedder", "hash", "--json", str(out),
+            "--cache", str(cache), "--ingest", "add_many"]  # fmt: skip
+    assert locomo_cli.main(argv) == 0
+    assert "memchentic" in capsys.readouterr().out
     figures = json.loads(out.read_text())
     assert figures["questions"] == 3 and "_ranked" not in figures
+    assert figures["ingest"] == "add_many" and figures["embedded"] > 0
+    assert locomo_cli.main(argv) == 0
+    assert json.loads(out.read_text())["embedded"] == 0  # the second run embeds nothing
+
+
+def test_memchentic_has_no_bench_command_and_does_not_import_the_harness():
+    from typer.testing import CliRunner
+
+    from memchentic.cli import app
+
+    assert CliRunner().invoke(app, ["bench", "locomo"]).exit_code != 0
+    src = Path(__file__).resolve().parents[1] / "src" / "memchentic"
+    assert not [p for p in src.rglob("*.py") if "bench" in p.read_text(encoding="utf-8")
+                and ("from bench" in p.read_text(encoding="utf-8")
+                     or "import bench" in p.read_text(encoding="utf-8"))]  # fmt: skip
 
 
 def test_bm25_ranks_the_rare_term_first_and_stemming_matches_forms():

@@ -1,15 +1,18 @@
 """The LoCoMo retrieval benchmark: does the right conversation turn come back?
 
 For each conversation every turn becomes one memory in a fresh store, through the
-public write path (``Memory.add_many``): text ``"Speaker: text"`` (plus
-``"[shares a photo: caption]"``), ``created_at`` = ``valid_from`` = the session's
-date and time, ``session_id`` = the session, one user namespace per conversation,
-kept permanently (a transcript does not expire) and never refused as a duplicate.
-Every question with evidence is then asked through ``Memory.search`` with
-``now`` = the end of the conversation (the start of its last session), so
-freshness and decay see the real ages of the turns. The same work also runs
-through independent baselines (BM25, stemmed BM25, dense cosine with the same
-embedder vectors, and plain RRF of stemmed BM25 and dense).
+public write path agents use (``bench.harness.ingest``: one ``Memory.add`` per
+turn, or ``add_many`` per session with ``ingest="add_many"``): text
+``"Speaker: text"`` (plus ``"[shares a photo: caption]"``), ``created_at`` =
+``valid_from`` = the session's date and time plus a minute per turn before it in
+the session, ``session_id`` = the session, metadata ``speaker`` and ``dia_id``,
+one user namespace per conversation, kept permanently (a transcript does not
+expire) and never refused as a duplicate. Every question with evidence is then
+asked through ``Memory.search`` with ``now`` = the end of the conversation (the
+time of its last turn), so freshness and decay see the real ages of the turns.
+The same work also runs through independent baselines (BM25, stemmed BM25, dense
+cosine with the same embedder vectors, and plain RRF of stemmed BM25 and dense).
+Vectors are cached on disk by text hash (``bench.harness.cache``).
 
 Recalls are counted as in production (``search`` counts each hit, debounced to
 once per ``MEMORY_TTL_TOUCH_DEBOUNCE_HOURS``); since every question of a
@@ -39,9 +42,14 @@ from typing import Any
 
 import numpy as np
 
-from ..embed.base import Embedder
-from ..settings import Settings, load_settings
+from memchentic import Embedder, Memory, Settings
+from memchentic.embed import get_embedder
+from memchentic.settings import load_settings
+
 from . import baselines as bl
+from .cache import DEFAULT_PATH, DiskCachedEmbedder
+from .ingest import Entry, stamp, warm
+from .ingest import ingest as log_turns
 
 KS = (1, 5, 10, 20)
 LIMIT = 20
@@ -53,7 +61,7 @@ CATEGORIES = {
     5: "adversarial",
 }
 METRICS = ("recall@1", "recall@5", "recall@10", "recall@20", "hit@10", "mrr")
-BASELINES = ("bm25", "bm25_stem", "dense", "rrf_bm25_stem_dense")
+BASELINES = bl.NAMES
 #: Ablations: each switches one improvement off (or changes one knob) from the
 #: defaults; see docs/retrieval-quality.md.
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -88,7 +96,7 @@ class Turn:
     speaker: str
     text: str
     session: int
-    when: datetime
+    when: datetime  # the session's date and time plus a minute per turn before it
     caption: str | None = None
 
     @property
@@ -139,11 +147,10 @@ def load_conversation(path: Path) -> Conversation:
     )
     turns: list[Turn] = []
     for n in sessions:
-        when = parse_when(data[f"session_{n}_date_time"])
-        for t in data[f"session_{n}"]:
-            turns.append(
-                Turn(t["dia_id"], t["speaker"], t["text"], n, when, t.get("blip_caption") or None)
-            )
+        start = parse_when(data[f"session_{n}_date_time"])
+        for i, t in enumerate(data[f"session_{n}"]):
+            turns.append(Turn(t["dia_id"], t["speaker"], t["text"], n, stamp(start, i),
+                              t.get("blip_caption") or None))  # fmt: skip
     known = {t.dia_id for t in turns}
     questions, dropped = [], 0
     for q in data.get("qa", []):
@@ -193,26 +200,6 @@ def aggregate(rows: Sequence[tuple[int, Mapping[str, float]]]) -> dict[str, Any]
     return {"overall": mean([m for _, m in rows]), "by_category": by_cat}
 
 
-# --- embedder cache -----------------------------------------------------------------
-class CachedEmbedder(Embedder):
-    """Wraps an embedder; remembers every text it embedded (the same vectors, the same
-    model identity), so ablations and baselines reuse the query vectors."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.name, self.model, self.dimension = inner.name, inner.model, inner.dimension
-        self.cache: dict[str, np.ndarray] = {}
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        todo = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if todo:
-            for text, vec in zip(todo, self.inner.embed_batch(todo), strict=True):
-                self.cache[text] = vec
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.vstack([self.cache[t] for t in texts])
-
-
 # --- running ------------------------------------------------------------------------
 @dataclass
 class Run:
@@ -225,33 +212,17 @@ class Run:
 
 
 def _ingest(
-    conv: Conversation, path: Path, embedder: Embedder, settings: Settings
+    conv: Conversation, path: Path, embedder: Embedder, settings: Settings, mode: str
 ) -> dict[str, str]:
     """Every turn into a fresh store at ``path``; memory id -> dia_id."""
-    from ..memory import Memory
-
-    items = [
-        {
-            "content": t.content,
-            "created_at": t.when,
-            "valid_from": t.when,
-            "session_id": f"session-{t.session}",
-            "metadata": {"dia_id": t.dia_id},
-        }
+    entries = [
+        Entry(t.content, f"session-{t.session}", t.when, {"speaker": t.speaker, "dia_id": t.dia_id})
         for t in conv.turns
     ]
+    warm(embedder, entries)
     with Memory(path=path, embedder=embedder, settings=settings) as mem:
-        results = mem.add_many(
-            items,
-            type="episodic",
-            user_id=f"conv-{conv.id}",
-            on_duplicate="keep",
-            permanent=True,
-        )
-    refused = [r for r in results if r.id is None]
-    if refused:
-        raise RuntimeError(f"conversation {conv.id}: {len(refused)} turns refused: {refused[0]}")
-    return {r.id: t.dia_id for r, t in zip(results, conv.turns, strict=True) if r.id}
+        ids = log_turns(mem, entries, user_id=f"conv-{conv.id}", mode=mode)
+    return {i: t.dia_id for i, t in zip(ids, conv.turns, strict=True)}
 
 
 def _copy_store(src: Path, dst_dir: Path) -> Path:
@@ -271,8 +242,6 @@ def _search_run(
     profile: str | None,
     run: Run,
 ) -> None:
-    from ..memory import Memory
-
     path = _copy_store(snapshot, work)
     with Memory(path=path, embedder=embedder, settings=settings) as mem:
         user = f"conv-{conv.id}"
@@ -293,30 +262,19 @@ def _baseline_runs(
     embedder: Embedder,
     runs: dict[str, Run],
 ) -> None:
-    docs = [t.content for t in conv.turns]
     dia = [t.dia_id for t in conv.turns]
-    qs = [q.question for q in conv.questions]
-    qvecs = embedder.embed_batch(qs)  # cached: memchentic's searches embedded them
+    qvecs = embedder.embed_batch([q.question for q in conv.questions])  # cached by search
     for name in BASELINES:
         runs.setdefault(name, Run())
     start = time.perf_counter()
-    plain = bl.BM25(docs)
-    stemmed = bl.BM25(docs, stem=True)
+    suite = bl.Suite([t.content for t in conv.turns], vectors)
     build = time.perf_counter() - start
     runs["bm25"].seconds += build / 2
     runs["bm25_stem"].seconds += build / 2
     for q, qv in zip(conv.questions, qvecs, strict=True):
         for name in BASELINES:
             start = time.perf_counter()
-            if name == "bm25":
-                order = plain.rank(q.question, LIMIT)
-            elif name == "bm25_stem":
-                order = stemmed.rank(q.question, LIMIT)
-            elif name == "dense":
-                order = bl.dense_rank(vectors, qv, LIMIT)
-            else:
-                deep = [stemmed.rank(q.question, 3 * LIMIT), bl.dense_rank(vectors, qv, 3 * LIMIT)]
-                order = bl.rrf_fuse(deep, LIMIT)
+            order = suite.rank(name, q.question, qv, LIMIT)
             runs[name].seconds += time.perf_counter() - start
             runs[name].queries += 1
             ranked = [dia[i] for i in order]
@@ -334,16 +292,18 @@ def run_benchmark(
     max_questions: int | None = None,
     ablations: Mapping[str, Mapping[str, Any]] | None = None,
     baselines: bool = True,
+    ingest: str = "add",
+    cache: str | Path | None = DEFAULT_PATH,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the report (see :func:`format_report`). Stores are
-    built under ``workdir`` (default: a temporary folder, removed afterwards)."""
-    from ..embed import get_embedder
-
+    built under ``workdir`` (default: a temporary folder, removed afterwards);
+    vectors are cached in the SQLite file ``cache`` (``None``: in memory only)."""
     t0 = time.perf_counter()
     base = settings or load_settings()
-    emb = CachedEmbedder(get_embedder(embedder, base))
+    inner = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, base)
+    emb = DiskCachedEmbedder(inner, cache)
     convs = load(data_dir)
     if conversations:
         wanted = {str(c).removeprefix("conv-") for c in conversations}
@@ -364,7 +324,7 @@ def run_benchmark(
             snap = root / "snapshot" / "memory.db"
             snap.parent.mkdir(parents=True)
             start = time.perf_counter()
-            dia_of = _ingest(conv, snap, emb, base)
+            dia_of = _ingest(conv, snap, emb, base, ingest)
             ingest_s += time.perf_counter() - start
             if progress:
                 progress(f"conv-{conv.id}: {len(conv.turns)} turns ingested")
@@ -373,8 +333,6 @@ def run_benchmark(
                     conv, snap, root / name, emb, vs, dia_of, profile, runs.setdefault(name, Run())
                 )
             if baselines:
-                from ..memory import Memory
-
                 with Memory(path=snap, embedder=emb, settings=base) as mem:
                     by_id = mem.store.vectors(list(dia_of))
                 order = {d: i for i, d in enumerate(t.dia_id for t in conv.turns)}
@@ -393,10 +351,13 @@ def run_benchmark(
         for name, r in runs.items()
     }
     main = {k: v for k, v in systems.items() if k not in variants or k == "memchentic"}
+    emb.close()
     return {
         "data": str(data_dir),
         "embedder": emb.model,
         "profile": profile or base.search_profile,
+        "ingest": ingest,
+        "embedded": emb.computed,
         "conversations": [c.id for c in convs],
         "turns": sum(len(c.turns) for c in convs),
         "questions": sum(len(c.questions) for c in convs),
@@ -419,7 +380,8 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"LoCoMo retrieval: {report['questions']} questions, {report['turns']} turns, "
         f"conversations {', '.join(report['conversations'])}; embedder {report['embedder']}; "
         f"profile {report['profile']}",
-        f"ingest {report['ingest_s']:.1f} s, whole run {report['total_s']:.1f} s",
+        f"ingest ({report['ingest']}) {report['ingest_s']:.1f} s, whole run "
+        f"{report['total_s']:.1f} s, {report['embedded']} texts embedded (the rest cached)",
         "",
     ]
     systems: dict[str, Any] = dict(report["systems"])

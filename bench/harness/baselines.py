@@ -2,8 +2,9 @@
 BM25 (optionally Porter-stemmed, English stopwords dropped), dense cosine over
 given vectors, and plain reciprocal rank fusion of ranked lists.
 
-Used by the LoCoMo benchmark (``memchentic bench locomo``) so that every figure
-of memchentic stands next to what a textbook method gets on the same data.
+Used by the LoCoMo and LongMemEval benchmarks (``bench/locomo.py``,
+``bench/longmemeval.py``) so that every figure of memchentic stands next to what
+a textbook method gets on the same data, in the same run.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .text import STOPWORDS
+from memchentic.retrieval.text import STOPWORDS
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -133,3 +134,30 @@ def rrf_fuse(lists: Sequence[Sequence[int]], k: int, rrf_k: float = 60.0) -> lis
         for rank, item in enumerate(ranked, start=1):
             score[item] = score.get(item, 0.0) + 1.0 / (rrf_k + rank)
     return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+
+
+#: The baselines every benchmark runs next to memchentic, in the order printed.
+NAMES = ("bm25", "bm25_stem", "dense", "rrf_bm25_stem_dense")
+
+
+class Suite:
+    """The baselines of :data:`NAMES` over one list of documents and their vectors
+    (the vectors memchentic stored for the same texts)."""
+
+    def __init__(self, docs: Sequence[str], vectors: np.ndarray) -> None:
+        self.plain = BM25(docs)
+        self.stemmed = BM25(docs, stem=True)
+        self.vectors = vectors
+
+    def rank(self, name: str, query: str, query_vector: np.ndarray, k: int) -> list[int]:
+        """Indices of the ``k`` best documents for ``query`` by baseline ``name``."""
+        if name == "bm25":
+            return self.plain.rank(query, k)
+        if name == "bm25_stem":
+            return self.stemmed.rank(query, k)
+        if name == "dense":
+            return dense_rank(self.vectors, query_vector, k)
+        if name == "rrf_bm25_stem_dense":
+            deep = [self.stemmed.rank(query, 3 * k), dense_rank(self.vectors, query_vector, 3 * k)]
+            return rrf_fuse(deep, k)
+        raise ValueError(f"no baseline {name!r}; known: {', '.join(NAMES)}")

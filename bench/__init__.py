@@ -1,0 +1,1 @@
+"""Benchmarks of memchentic (not shipped with the package); see bench/README.md."""
