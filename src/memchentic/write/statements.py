@@ -90,7 +90,11 @@ def normalise(text: str) -> str:
     """The form two texts are compared in: NFKC, format characters removed,
     apostrophes unified, whitespace collapsed (case kept: proper names are values)."""
     folded = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
-    kept = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    kept = (
+        folded
+        if folded.isascii()
+        else "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    )
     return " ".join(_TIME_SUFFIX.sub(r"\1 \2", kept).split())
 
 
@@ -111,6 +115,7 @@ class Token:
     value: bool  # carries a value (module docstring)
     function: bool  # a function word: differences in these never matter
     position: int
+    negation: bool = False  # a negation cue ("not", "never", "no", ...)
 
 
 @lru_cache(maxsize=4096)
@@ -121,11 +126,12 @@ def tokens(text: str) -> tuple[Token, ...]:
         for pattern, repl in _CONTRACTIONS:
             expanded = pattern.sub(repl, expanded)
     raw: list[tuple[str, bool]] = []  # (token, starts a sentence)
-    start = True
+    end = 0
     for match in _TOKEN.finditer(expanded):
         word = match.group(0)
-        before = expanded[: match.start()].rstrip()
-        start = not before or before[-1] in ".!?:;\n"
+        gap = expanded[end : match.start()]  # what stands between it and the last token
+        start = not raw or (not gap.isspace() and any(ch in ".!?:;" for ch in gap))
+        end = match.end()
         if word.lower().endswith("'s") and len(word) > 2:  # possessive: "Ana's" -> Ana 's
             raw.append((word[:-2], start))
             raw.append(("'s", False))
@@ -138,10 +144,11 @@ def tokens(text: str) -> tuple[Token, ...]:
         if not word:
             continue
         lower = word.lower()
-        value = _is_value(word, lower, previous, sentence_start or shouting)
+        negation = lower in _NEGATION_WORDS
+        value = negation or _is_value(word, lower, previous, sentence_start or shouting)
         function = not value and lower in FUNCTION_WORDS
         key = _NUMBERS.get(lower) or stem(lower)
-        out.append(Token(word, key, value, function, i))
+        out.append(Token(word, key, value, function, i, negation))
         previous = lower
     return tuple(out)
 
@@ -190,6 +197,8 @@ _NUMBERS = {
         _NUMBER_WORDS_IN_ORDER.split(" ")  # the ruff rule SIM905 wants no literal.split()
     )
 }
+#: Words that negate what they stand in ("no longer", "no more" begin with "no").
+_NEGATION_WORDS = _words("not never no none nobody nothing neither nor without cannot stopped quit")
 #: Words that are values only when capitalised (a month, a weekday, a season).
 _CAPITALISED_ONLY = _words("may march sun sat fall")
 #: Words that begin sentences without being names ("Use ...", "Never ...").
@@ -200,19 +209,18 @@ _NOT_NAMES_AT_START = FUNCTION_WORDS | _words(
 
 
 def _is_value(word: str, lower: str, previous: str, sentence_start: bool) -> bool:
-    if any(ch.isdigit() for ch in word):  # numbers, versions, times, dates, ports, ids
-        return True
-    if any(ch in word for ch in "@/$€£¥%") or "://" in word:  # emails, paths, URLs, money
-        return True
-    if "." in word.strip("."):  # hosts and file names: db1.internal, dev.yaml
-        return True
+    if not word.isalpha():
+        if any(ch.isdigit() for ch in word):  # numbers, versions, times, dates, ports, ids
+            return True
+        if any(ch in word for ch in "@/$€£¥%"):  # emails, paths, URLs, money
+            return True
+        if "." in word.strip("."):  # hosts and file names: db1.internal, dev.yaml
+            return True
     if lower == "am":  # "10 am", not "I am"
         return previous[-1:].isdigit()
     if lower in _CAPITALISED_ONLY:  # "May", "March"; not "may", "march"
         return word[0].isupper()
     if lower in _WEEKDAYS or lower in _MONTHS or lower in _TIME_WORDS or lower in _NUMBER_WORDS:
-        return True
-    if negation_cues(lower):  # "not", "never", "no longer": negation is a value
         return True
     if word[0].isupper():  # a proper name, an acronym; a sentence's first word only
         # when it does not look like a common word
@@ -293,12 +301,14 @@ def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relatio
     """What ``new`` is to ``old`` (stored), given their cosine (module docstring)."""
     if cosine < thresholds.floor:  # not compared at all (the bulk check relies on it)
         return Relation.DISTINCT
+    if max(len(new), len(old)) > MAX_STATEMENT_CHARS:
+        return _passages(new, old, cosine, thresholds)
     a, b = tokens(new), tokens(old)
     if [t.key for t in a] == [t.key for t in b]:
         return Relation.DUPLICATE
-    negated_a, negated_b = _negated(a), _negated(b)
+    negated_a, negated_b = _negated(new), _negated(old)
     # a word is a value in both texts when it is one in either ("Paris" / "paris")
-    value_keys = {t.key for t in (*a, *b) if t.value and not negation_cues(t.key)}
+    value_keys = {t.key for t in (*a, *b) if t.value and not t.negation}
     values_a = [t.key for t in a if t.key in value_keys]
     values_b = [t.key for t in b if t.key in value_keys]
     content_a = {t.key for t in a if t.key not in value_keys and not t.value and not t.function}
@@ -327,8 +337,10 @@ def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relatio
     return Relation.DISTINCT
 
 
-def _negated(toks: Sequence[Token]) -> bool:
-    return sum(negation_cues(t.key) for t in toks if t.value) % 2 == 1
+@lru_cache(maxsize=4096)
+def _negated(text: str) -> bool:
+    """Whether ``text`` is negated (an odd number of negation cues, as polarity reads)."""
+    return negation_cues(normalise(text)) % 2 == 1
 
 
 #: Verbs that only carry a negation ("quit smoking" is "not smoking").
@@ -339,11 +351,39 @@ def _only_negation_verbs(keys: set[str]) -> bool:
     return keys <= _NEGATION_VERBS
 
 
+#: Longer texts are passages, not statements: a duplicate when their words are the
+#: same, or their numbers are and the cosine is over NEAR_DUP_THRESHOLD; else distinct.
+MAX_STATEMENT_CHARS = 2000
+_WORDS = re.compile(r"\w+")
+
+
+def _passages(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
+    (a, numbers_a), (b, numbers_b) = _passage_words(new), _passage_words(old)
+    if a == b:
+        return Relation.DUPLICATE
+    if numbers_a == numbers_b and cosine >= thresholds.near_duplicate:
+        return Relation.DUPLICATE
+    return Relation.DISTINCT
+
+
+@lru_cache(maxsize=256)
+def _passage_words(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    words = tuple(_WORDS.findall(normalise(text).lower()))
+    return words, tuple(w for w in words if not w.isalpha() and any(c.isdigit() for c in w))
+
+
+#: Longest statement (in words besides function words) whose words are aligned: a
+#: longer text is a passage, not one statement; it is a duplicate or distinct only.
+MAX_ALIGNED_WORDS = 256
+
+
 def _frame(a: Sequence[Token], b: Sequence[Token]) -> tuple[list[Token], list[Token], list[Token]]:
     """(shared frame before the first difference, old tokens changed, new tokens
-    changed), function words left out."""
+    changed), function words left out; nothing for texts past ``MAX_ALIGNED_WORDS``."""
     sa = [t for t in a if not t.function]
     sb = [t for t in b if not t.function]
+    if max(len(sa), len(sb)) > MAX_ALIGNED_WORDS:
+        return [], [], []
     ops = SequenceMatcher(None, [t.key for t in sb], [t.key for t in sa], autojunk=False)
     frame: list[Token] = []
     old_changed: list[Token] = []
@@ -368,7 +408,7 @@ def _update_or_distinct(a: Sequence[Token], b: Sequence[Token]) -> Relation:
     first_change = new_changed[0] if new_changed else None
     if not frame or not _holds_predicate(a, first_change) or _is_event(frame, a):
         return Relation.DISTINCT
-    if not all(t.value for t in old_changed if not negation_cues(t.key)):
+    if not all(t.value for t in old_changed if not t.negation):
         return Relation.DISTINCT
     names_only = all(t.text.isalpha() for t in (*old_changed, *new_changed))
     if names_only and any(t.key in MANY_VALUED for t in frame):
