@@ -149,18 +149,19 @@ def load(
     items = read(path)
     left_out = {"abstention": 0, "no_evidence": 0}
     kept: list[Mapping[str, Any]] = []
+    wanted = set(types or ())
     for it in items:
         if str(it["question_id"]).endswith("_abs"):
             left_out["abstention"] += 1
-        elif types and it["question_type"] not in set(types):
+        elif wanted and it["question_type"] not in wanted:
             continue
         else:
             kept.append(it)
     if max_questions is not None:
         kept = spread(kept, max_questions)
     questions = []
-    for it in kept:
-        q = question_of(it)
+    for item in kept:
+        q = question_of(item)
         if q.evidence:
             questions.append(q)
         else:
