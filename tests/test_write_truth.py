@@ -352,3 +352,27 @@ def test_write_results_name_the_superseded_memory(mem: Memory) -> None:
     result: WriteResult = mem.add("The release is scheduled for 2024-03-15", user_id="r")
     assert result.to_dict()["ids"] == [result.id, old.id]
     assert result.to_dict()["reason"] == "update"
+
+
+def test_consolidation_folds_no_update_no_negation_and_no_turn(make_mem: Any) -> None:
+    """``consolidate`` (and ``maintain``) link only what a write would refuse as a
+    duplicate: values that differ, negations and records of speech never fold."""
+    from .conftest import TableEmbedder
+
+    texts = {
+        "The API listens on port 8000": [1.0, 0.0, 0.0],
+        "The API listens on port 8001": [1.0, 0.02, 0.0],
+        "The API does not listen on port 8000": [1.0, 0.0, 0.03],
+        "user: the API listens on port 8000": [1.0, 0.01, 0.01],
+        "The API listens on port 8000.": [1.0, 0.0, 0.01],
+    }
+    mem = make_mem("fold", embedder=TableEmbedder(texts))
+    keep = [mem.add(t, on_duplicate="keep").id for t in list(texts)[:3]]
+    turn = mem.add("user: the API listens on port 8000", type="episodic").id
+    again = mem.add("The API listens on port 8000.", on_duplicate="keep").id
+    report = mem.consolidate()
+    assert [sorted([c["kept"], *c["merged"]]) for c in report.clusters] == [
+        sorted([keep[0], again])
+    ]
+    live = {r.id for r in mem.list()}
+    assert {keep[1], keep[2], turn} <= live

@@ -1,7 +1,9 @@
 """Consolidation: fold clusters of near-duplicate entries into one memory.
 
-Each cluster (entries of one namespace and one polarity, linked by cosine >=
-``NEAR_DUP_THRESHOLD``) keeps its strongest member (reinforcement, then
+Each cluster (entries of one namespace linked by what the write path would refuse
+as a duplicate: :func:`~memchentic.write.statements.relate`, so a changed value
+or a negation never folds; records of speech and other speakers' entries never
+link) keeps its strongest member (reinforcement, then
 confidence, then recalls, then the newest); the kept memory takes the others'
 tags, entities and reinforcement, ``derives_from`` each of them, and
 ``supersedes`` them, so they leave reads but stay in history.
@@ -16,7 +18,8 @@ from ..clock import utcnow
 from ..ids import new_id
 from ..record import Edge, MemoryRecord
 from ..store.base import MemoryFilter
-from ..write.resolve import diff, record_version
+from ..write.resolve import EPISODIC, comparable, diff, record_version
+from ..write.statements import Relation, Thresholds, relate
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -33,7 +36,9 @@ def find_clusters(
     """Clusters of one namespace: members, and each member's cosine to its link."""
     now = utcnow()
     flt = MemoryFilter(namespaces=[namespace], kinds=["entry"], now=now)
-    records = {r.id: r for r in mem.store.iter_memories(flt)}
+    s = mem.settings
+    thresholds = Thresholds(threshold, s.contradiction_threshold, s.update_threshold)
+    records = {r.id: r for r in mem.store.iter_memories(flt) if r.type != EPISODIC}
     vectors = mem.store.vectors(list(records))
     parent = {i: i for i in records}
     link: dict[str, float] = {}
@@ -49,8 +54,9 @@ def find_clusters(
         for other, cosine in found:
             if other == memory_id or other not in records or cosine < threshold:
                 continue
-            if records[other].polarity != record.polarity:
-                continue  # opposite statements are contradictions, not duplicates
+            duplicate = relate(record.content, records[other].content, cosine, thresholds)
+            if duplicate is not Relation.DUPLICATE or not comparable(records[other], record):
+                continue  # an update, a contradiction or another statement: both stay
             a, b = root(memory_id), root(other)
             if a != b:
                 parent[b] = a

@@ -266,7 +266,7 @@ def _close_to_earlier(
 
 def _compared(ctx: WriteContext, record: MemoryRecord, old: Neighbour) -> bool:
     """Whether the one-by-one path's neighbour search keeps ``old`` for ``record``
-    (the search's filter; :func:`_comparable` looks further, at the records)."""
+    (the search's filter; :func:`comparable` looks further, at the records)."""
     return (
         old.namespace == record.namespace
         and old.kind == "entry"
@@ -367,7 +367,7 @@ def _resolve_entry(
     neighbours = [
         (old, cosine)
         for old, cosine in _neighbours(ctx, record, vector, "entry")
-        if _comparable(old, record)
+        if comparable(old, record)
     ]
     decision = ctx.resolver.decide(record, neighbours, ctx.thresholds)
     old, cosine = decision.target, decision.cosine
@@ -395,7 +395,7 @@ SPEAKER_KEYS = ("role", "speaker")
 EPISODIC = "episodic"
 
 
-def _comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
+def comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
     """Whether ``new`` may be refused against, or supersede, ``old``: not a record of
     speech, valid at a time when ``new`` is, and said by the same speaker (role,
     speaker and agent, where both say)."""
