@@ -178,10 +178,9 @@ def is_record_of_speech(ctx: WriteContext, record: MemoryRecord) -> bool:
 
 
 def _floor(ctx: WriteContext) -> float:
-    """The cosine from which a neighbour can change this write's outcome, less the
-    bulk margin (:func:`_bulk_candidates`)."""
-    t = ctx.thresholds
-    return min(t.floor, t.near_duplicate, t.contradiction) - _BULK_MARGIN
+    """The cosine from which a neighbour can change this write's outcome (under it
+    the resolver does not compare), less the bulk margin (:func:`_bulk_candidates`)."""
+    return ctx.thresholds.floor - _BULK_MARGIN
 
 
 def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]]) -> list[bool]:
