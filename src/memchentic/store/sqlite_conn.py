@@ -94,6 +94,10 @@ def store_error(cause: Exception, sql: str, path: str | None) -> SQLiteStoreErro
     return SQLiteStoreError(cause, sql)
 
 
+#: Rows a guarded cursor's iteration fetches at a time.
+_ITER_BLOCK = 256
+
+
 class GuardedCursor(sqlite3.Cursor):
     """A cursor whose steps after the first (iteration, ``fetch*``) raise the store's
     errors too; ``fetchall`` and friends cost nothing per row, iteration a little."""
@@ -120,16 +124,16 @@ class GuardedCursor(sqlite3.Cursor):
             raise self._failed(exc) from exc
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
-        step = super().__next__
-        try:
-            while True:
-                try:
-                    row = step()
-                except StopIteration:
-                    return
-                yield row
-        except sqlite3.Error as exc:
-            raise self._failed(exc) from exc
+        # rows in blocks: a generator step per row cost more than the row itself
+        fetch = super().fetchmany
+        while True:
+            try:
+                rows = fetch(_ITER_BLOCK)
+            except sqlite3.Error as exc:
+                raise self._failed(exc) from exc
+            if not rows:
+                return
+            yield from rows
 
 
 class GuardedConnection(sqlite3.Connection):
