@@ -221,8 +221,8 @@ def test_add_many_checks_the_duplicate_policy(make_mem: Callable[..., Memory]) -
 
 @pytest.mark.parametrize("n", [1, 7, 300, 700])
 def test_in_batch_check_equals_the_whole_square(n: int) -> None:
-    """The in-batch check by blocks of the lower triangle rules out the writes the
-    whole product's lower triangle does."""
+    """The in-batch check by blocks of the lower triangle finds, for each write, the
+    k nearest earlier writes the whole product's lower triangle does."""
     from memchentic.write import resolve
 
     rng = np.random.default_rng(n)
@@ -230,14 +230,18 @@ def test_in_batch_check_equals_the_whole_square(n: int) -> None:
     unit = topics[rng.integers(5, size=n)] + 0.3 * rng.standard_normal((n, DIM))
     unit = (unit / np.linalg.norm(unit, axis=1, keepdims=True)).astype(np.float32)
     namespaces = rng.integers(3, size=n)
-    limits = rng.choice([0.78, 0.88, 0.9, 0.95], size=n)
+    limits = rng.choice([0.78, 0.88, 0.9, 0.95, np.inf], size=n)
     floor = float(limits.min())
-    sims = np.tril(unit @ unit.T, k=-1)
-    acts = (sims >= limits[:, None]) & np.tri(n, k=-1, dtype=bool)
-    want = (acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1)
-    got = resolve._close_to_earlier(unit, namespaces, limits, floor)
-    assert got.tolist() == want.tolist()
-    assert n < 300 or 0 < want.sum() < n  # both answers occur
+    sims = unit @ unit.T
+    want: dict[int, list[int]] = {}
+    for i in range(n):
+        close = [(float(sims[i, j]), j) for j in range(i)
+                 if namespaces[j] == namespaces[i] and sims[i, j] >= limits[i]]  # fmt: skip
+        if close:
+            want[i] = [j for _, j in sorted(close, key=lambda p: -p[0])[:8]]
+    got = resolve._earlier_neighbours(unit, namespaces, limits, floor, 8)
+    assert {i: [j for j, _ in pairs] for i, pairs in got.items()} == want
+    assert n < 300 or 0 < len(want) < n  # both answers occur
 
 
 def test_similar_many_reads_each_neighbours_columns(make_mem: Callable[..., Memory]) -> None:

@@ -32,7 +32,7 @@ from ..store.base import MemoryFilter, Neighbour, Store
 from ..store.vectors import unit_rows
 from .resolvers import Decision, Resolver, RuleResolver
 from .slot_history import bounded_history, metadata_changes
-from .statements import Relation, Thresholds
+from .statements import Relation, Thresholds, relate
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -186,11 +186,15 @@ def _floor(ctx: WriteContext) -> float:
 def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]]) -> list[bool]:
     """Which writes can be inserted without resolution (see :func:`resolve_many`).
 
-    Records of speech always can. Another entry is ruled out by a neighbour (stored,
-    or earlier in the batch) in the same namespace at or above the cosine from which
-    the resolver compares it (:func:`_floor`). Stored neighbours are not checked for
-    kind, type, expiry or supersession, and earlier ones not for kind, so some writes
-    take the one-by-one path without need, never the reverse.
+    Records of speech always can. Another entry can when every neighbour that the
+    one-by-one path could compare it with (stored, or earlier in the batch, in its
+    namespace, at or above :func:`_floor`; the ``k`` nearest of each) is another
+    statement by the rules, at its cosine plus the bulk margin (the decision only
+    leans to "not distinct" as the cosine grows, so the margin errs on the safe
+    side). Neighbours are not checked for kind, type, speaker, expiry or
+    supersession, so some writes take the one-by-one path without need, never the
+    reverse. With a resolver other than the rules, any such neighbour sends the
+    write there.
     """
     plain = [
         ctx.edge_classifier is None and not record.slot_key and record.kind == "entry"
@@ -211,46 +215,67 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     unit = unit_rows(matrix, matrix.shape[1])
     codes: dict[str, int] = {}
     namespaces = np.array([codes.setdefault(r.namespace, len(codes)) for _, r, _ in items])
-    ruled_out = _close_to_earlier(unit, namespaces, limits, floor)
-    # Stored memories: one batched lookup of the checked writes; only the close ones are read.
-    rows = np.flatnonzero(checked)
     ctx0 = items[0][0]
     k = ctx0.settings.write_neighbours
+    earlier = _earlier_neighbours(unit, namespaces, limits, floor, k)
+    # Stored memories: one batched lookup of the checked writes; only the close ones are read.
+    rows = np.flatnonzero(checked)
     stored = ctx0.store.similar_many(unit[rows], k, floor)
-    out = list(free)
+    close: dict[int, list[tuple[str, float]]] = {}  # row -> stored (id, cosine) to compare
     for n, near in zip(rows, stored, strict=True):
         ctx, record, _ = items[n]
-        if ruled_out[n]:
-            continue
         if len(near) >= k and not all(_compared(ctx, record, old) for old in near):
             # The one-by-one path compares the k nearest that pass its filter;
             # some of these do not, so ones further away may count: look there.
             continue
-        out[n] = not any(
-            old.namespace == record.namespace and old.cosine >= limits[n] for old in near
-        )
+        close[n] = [
+            (old.id, old.cosine) for old in near
+            if old.namespace == record.namespace and old.cosine >= limits[n]
+        ]  # fmt: skip
+    texts = ctx0.store.get_many(sorted({i for pairs in close.values() for i, _ in pairs}))
+    out = list(free)
+    for n, pairs in close.items():
+        ctx, record, _ = items[n]
+        others = [(texts[i].content, cos) for i, cos in pairs if i in texts]
+        if len(others) < len(pairs):
+            continue  # gone meanwhile: let the one-by-one path look
+        others += [(items[j][1].content, cos) for j, cos in earlier.get(n, ())]
+        out[n] = _distinct_from_all(ctx, record, others)
     return out
+
+
+def _distinct_from_all(
+    ctx: WriteContext, record: MemoryRecord, others: Sequence[tuple[str, float]]
+) -> bool:
+    """Whether the rules call ``record`` another statement than each of ``others``
+    (text, cosine), at the cosine plus the bulk margin; any other resolver: only
+    when there are none."""
+    if not others:
+        return True
+    if not isinstance(ctx.resolver, RuleResolver):
+        return False
+    t = ctx.thresholds
+    return all(
+        relate(record.content, text, min(1.0, cos + _BULK_MARGIN), t) is Relation.DISTINCT
+        for text, cos in others
+    )
 
 
 #: Rows of the batch per product in the in-batch check (lower triangle, by blocks).
 _PAIR_BLOCK = 256
 
 
-def _close_to_earlier(
-    unit: np.ndarray, namespaces: np.ndarray, limits: np.ndarray, floor: float
-) -> np.ndarray:
-    """For each write, whether an earlier write of the batch in its namespace is at or
-    above its limit (``limits``; ``floor`` the least of them).
+def _earlier_neighbours(
+    unit: np.ndarray, namespaces: np.ndarray, limits: np.ndarray, floor: float, k: int
+) -> dict[int, list[tuple[int, float]]]:
+    """For each write, the ``k`` nearest earlier writes of the batch in its namespace
+    at or above its limit (``limits``; ``floor`` the least of them), nearest first.
 
     The products cover the lower triangle by blocks of rows, and only the pairs at
     or above ``floor`` are compared further (the whole square's comparisons took
     twice as long as its product)."""
     n = len(unit)
-    if floor <= 0:  # a later write's cosine 0 would count too: the whole square
-        sims = np.tril(unit @ unit.T, k=-1)
-        acts = (sims >= limits[:, None]) & np.tri(n, k=-1, dtype=bool)
-        return np.asarray((acts & (namespaces[:, None] == namespaces[None, :])).any(axis=1))
-    ruled_out = np.zeros(n, dtype=bool)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for start in range(0, n, _PAIR_BLOCK):
         stop = min(n, start + _PAIR_BLOCK)
         sims = unit[start:stop] @ unit[:stop].T
@@ -259,8 +284,19 @@ def _close_to_earlier(
         i = row + start
         earlier = j < i
         i, j, cosine = i[earlier], j[earlier], sims.ravel()[at[earlier]].astype(np.float64)
-        ruled_out[i[(cosine >= limits[i]) & (namespaces[i] == namespaces[j])]] = True
-    return ruled_out
+        keep = (cosine >= limits[i]) & (namespaces[i] == namespaces[j])
+        parts.append((i[keep], j[keep], cosine[keep]))
+    i, j, cosine = (np.concatenate(p) for p in zip(*parts, strict=True))
+    if not len(i):
+        return {}
+    order = np.lexsort((-cosine, i))  # by write, nearest first
+    i, j, cosine = i[order], j[order], cosine[order]
+    starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+    rank = np.arange(len(i)) - np.repeat(starts, np.diff(np.r_[starts, len(i)]))
+    found: dict[int, list[tuple[int, float]]] = {}
+    for a, b, c in zip(*(x[rank < k].tolist() for x in (i, j, cosine)), strict=True):
+        found.setdefault(a, []).append((b, c))
+    return found
 
 
 def _compared(ctx: WriteContext, record: MemoryRecord, old: Neighbour) -> bool:

@@ -297,35 +297,57 @@ def _is_event(frame: Sequence[Token], whole: Sequence[Token]) -> bool:
 
 
 # --- the decision ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    """What :func:`relate` reads of one text, worked out once per text."""
+
+    tokens: tuple[Token, ...]
+    keys: tuple[str, ...]
+    values: frozenset[str]  # keys of values, negation aside
+    content: frozenset[str]  # keys of the other words, function words aside
+    negated: bool
+
+
+@lru_cache(maxsize=4096)
+def _summary(text: str) -> _Summary:
+    toks = tokens(text)
+    return _Summary(
+        toks,
+        tuple(t.key for t in toks),
+        frozenset(t.key for t in toks if t.value and not t.negation),
+        frozenset(t.key for t in toks if not t.value and not t.function),
+        negation_cues(normalise(text)) % 2 == 1,
+    )
+
+
 def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
     """What ``new`` is to ``old`` (stored), given their cosine (module docstring)."""
     if cosine < thresholds.floor:  # not compared at all (the bulk check relies on it)
         return Relation.DISTINCT
     if max(len(new), len(old)) > MAX_STATEMENT_CHARS:
         return _passages(new, old, cosine, thresholds)
-    a, b = tokens(new), tokens(old)
-    if [t.key for t in a] == [t.key for t in b]:
+    sa, sb = _summary(new), _summary(old)
+    if sa.keys == sb.keys:
         return Relation.DUPLICATE
-    negated_a, negated_b = _negated(new), _negated(old)
+    a, b = sa.tokens, sb.tokens
     # a word is a value in both texts when it is one in either ("Paris" / "paris")
-    value_keys = {t.key for t in (*a, *b) if t.value and not t.negation}
-    values_a = [t.key for t in a if t.key in value_keys]
-    values_b = [t.key for t in b if t.key in value_keys]
-    content_a = {t.key for t in a if t.key not in value_keys and not t.value and not t.function}
-    content_b = {t.key for t in b if t.key not in value_keys and not t.value and not t.function}
-    if negated_a != negated_b:  # a negation of the same statement, or another one
+    value_keys = sa.values | sb.values
+    values_a = [k for k in sa.keys if k in value_keys]
+    values_b = [k for k in sb.keys if k in value_keys]
+    content_a, content_b = sa.content - value_keys, sb.content - value_keys
+    if sa.negated != sb.negated:  # a negation of the same statement, or another one
         if values_a != values_b:
             return Relation.DISTINCT
         same_words = content_a == content_b or _only_negation_verbs(content_a ^ content_b)
         if same_words or cosine >= thresholds.contradiction:
             return Relation.CONTRADICTION
         return Relation.DISTINCT
-    if values_a != values_b:
-        return _update_or_distinct(a, b)
-    if content_a == content_b:  # function words and order only
-        return Relation.DUPLICATE
     added, removed = content_a - content_b, content_b - content_a
-    if _replaces_object(a, b):
+    if values_a != values_b:  # an update keeps every content word of the stored one
+        return _update_or_distinct(a, b) if not removed else Relation.DISTINCT
+    if not added and not removed:  # function words and order only
+        return Relation.DUPLICATE
+    if len(added) <= 2 and len(removed) <= 2 and _replaces_object(a, b):
         if cosine >= thresholds.near_duplicate and not _subject_differs(a, b):
             return Relation.DUPLICATE
         return Relation.UPDATE
@@ -335,12 +357,6 @@ def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relatio
     if cosine >= thresholds.near_duplicate and not _subject_differs(a, b):
         return Relation.DUPLICATE
     return Relation.DISTINCT
-
-
-@lru_cache(maxsize=4096)
-def _negated(text: str) -> bool:
-    """Whether ``text`` is negated (an odd number of negation cues, as polarity reads)."""
-    return negation_cues(normalise(text)) % 2 == 1
 
 
 #: Verbs that only carry a negation ("quit smoking" is "not smoking").
