@@ -219,8 +219,8 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     k = ctx0.settings.write_neighbours
     earlier = _earlier_neighbours(unit, namespaces, limits, floor, k)
     # Stored memories: one batched lookup of the checked writes; only the close ones are read.
-    rows = np.flatnonzero(checked)
-    stored = ctx0.store.similar_many(unit[rows], k, floor)
+    rows = [int(n) for n in np.flatnonzero(checked)]
+    stored = ctx0.store.similar_many(unit[np.asarray(rows, dtype=np.intp)], k, floor)
     close: dict[int, list[tuple[str, float]]] = {}  # row -> stored (id, cosine) to compare
     for n, near in zip(rows, stored, strict=True):
         ctx, record, _ = items[n]

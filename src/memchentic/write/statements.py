@@ -363,7 +363,7 @@ def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relatio
 _NEGATION_VERBS = frozenset(stem(w) for w in _words("quit stopped stop gave give up longer more"))
 
 
-def _only_negation_verbs(keys: set[str]) -> bool:
+def _only_negation_verbs(keys: frozenset[str]) -> bool:
     return keys <= _NEGATION_VERBS
 
 
