@@ -76,6 +76,9 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
     :param path: store file (or ``store=`` a path or URL); default ``~/.memchentic/memory.db``.
     :param embedder: ``"local"``, ``"hash"``, ``"openai"`` or an :class:`Embedder`.
     :param settings: a :class:`Settings`; default: read from the environment.
+    :param resolver: decides what a new entry is to its neighbours (duplicate,
+        update, contradiction); default: the rules, or the chat model with
+        ``WRITE_RESOLVER=chat`` (:mod:`memchentic.write.resolvers`).
     """
 
     def __init__(
