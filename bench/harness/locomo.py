@@ -47,6 +47,7 @@ from memchentic.embed import get_embedder
 from memchentic.settings import load_settings
 
 from . import baselines as bl
+from . import cli
 from .cache import DEFAULT_PATH, DiskCachedEmbedder
 from .ingest import Entry, stamp, warm
 from .ingest import ingest as log_turns
@@ -188,16 +189,8 @@ def question_metrics(ranked: Sequence[str], evidence: Iterable[str]) -> dict[str
 
 def aggregate(rows: Sequence[tuple[int, Mapping[str, float]]]) -> dict[str, Any]:
     """Mean of each metric overall and per category; ``n`` = questions."""
-
-    def mean(items: Sequence[Mapping[str, float]]) -> dict[str, float]:
-        res = {m: float(np.mean([r[m] for r in items])) if items else 0.0 for m in METRICS}
-        res["n"] = len(items)
-        return res
-
-    by_cat = {
-        str(c): mean([m for cat, m in rows if cat == c]) for c in sorted({cat for cat, _ in rows})
-    }
-    return {"overall": mean([m for _, m in rows]), "by_category": by_cat}
+    overall, by_cat = cli.group_means(rows, METRICS)
+    return {"overall": overall, "by_category": by_cat}
 
 
 # --- running ------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from memchentic.settings import load_settings
 from memchentic.write.statements import embedding_text
 
 from . import baselines as bl
+from . import cli
 from .cache import DEFAULT_PATH, DiskCachedEmbedder
 from .ingest import Entry, stamp, warm
 from .ingest import ingest as log_turns
@@ -191,17 +192,8 @@ def question_metrics(
 
 def aggregate(rows: Sequence[tuple[str, Mapping[str, float]]]) -> dict[str, Any]:
     """Mean of each metric overall and per question type; ``n`` = questions."""
-
-    def mean(items: Sequence[Mapping[str, float]]) -> dict[str, float]:
-        res = {m: float(np.mean([r[m] for r in items])) if items else 0.0 for m in METRICS}
-        res["n"] = len(items)
-        return res
-
-    types = sorted({t for t, _ in rows})
-    return {
-        "overall": mean([m for _, m in rows]),
-        "by_type": {t: mean([m for qt, m in rows if qt == t]) for t in types},
-    }
+    overall, by_type = cli.group_means(rows, METRICS)
+    return {"overall": overall, "by_type": by_type}
 
 
 # --- running ------------------------------------------------------------------------

@@ -1,0 +1,72 @@
+"""What the two benchmarks share: the options both CLIs take, writing what a run
+found (the table, ``--json``, ``--ranked``), and means of metrics by group."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import cache, ingest
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, ranked_what: str) -> None:
+    """Options every harness takes (after its own ``--data`` and selectors)."""
+    parser.add_argument("--profile", choices=["rrf", "cosine_decay", "hybrid"], default=None)
+    parser.add_argument("--embedder", default="local", help="local (default) or hash")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the baselines")
+    parser.add_argument(
+        "--ingest", choices=ingest.MODES, default="add",
+        help="one add per turn (default) or one add_many per session",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cache", default=str(cache.DEFAULT_PATH),
+        help="SQLite file of cached vectors (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument("--workdir", help="folder for the stores (default: a temporary one)")
+    parser.add_argument("--json", dest="json_path", help="write the figures to this file")
+    parser.add_argument("--ranked", help=f"write every system's ranked {ranked_what} (JSON) here")
+
+
+def common_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``run_benchmark`` arguments the common options give."""
+    return {
+        "embedder": args.embedder, "profile": args.profile, "baselines": not args.no_baselines,
+        "ingest": args.ingest, "cache": args.cache, "workdir": args.workdir,
+        "progress": lambda line: print(line, file=sys.stderr, flush=True),
+    }  # fmt: skip
+
+
+def write_outputs(
+    args: argparse.Namespace,
+    report: Mapping[str, Any],
+    format_report: Callable[[Mapping[str, Any]], str],
+    public: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+) -> None:
+    """Print the table; write ``--json`` and ``--ranked`` when asked."""
+    print(format_report(report))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps(public(report), indent=2) + "\n")
+    if args.ranked:
+        Path(args.ranked).write_text(json.dumps(report["_ranked"]) + "\n")
+
+
+def group_means(
+    rows: Sequence[tuple[Hashable, Mapping[str, float]]], metrics: Sequence[str]
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """The mean of each metric over all rows and per group (``str(group)``), each
+    with ``n``, the rows it is over."""
+
+    def mean(items: Sequence[Mapping[str, float]]) -> dict[str, float]:
+        res = {m: float(np.mean([r[m] for r in items])) if items else 0.0 for m in metrics}
+        res["n"] = len(items)
+        return res
+
+    groups = sorted({g for g, _ in rows}, key=str)
+    by_group = {str(g): mean([m for key, m in rows if key == g]) for g in groups}
+    return mean([m for _, m in rows]), by_group
