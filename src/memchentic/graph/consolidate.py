@@ -18,8 +18,8 @@ from ..clock import utcnow
 from ..ids import new_id
 from ..record import Edge, MemoryRecord
 from ..store.base import MemoryFilter
-from ..write.resolve import EPISODIC, comparable, diff, record_version
-from ..write.statements import Relation, Thresholds, relate
+from ..write.resolve import EPISODIC, comparable, diff, record_version, thresholds
+from ..write.statements import Relation, relate
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -36,8 +36,7 @@ def find_clusters(
     """Clusters of one namespace: members, and each member's cosine to its link."""
     now = utcnow()
     flt = MemoryFilter(namespaces=[namespace], kinds=["entry"], now=now)
-    s = mem.settings
-    thresholds = Thresholds(threshold, s.contradiction_threshold, s.update_threshold)
+    limits = replace(thresholds(mem.settings), near_duplicate=threshold)
     records = {r.id: r for r in mem.store.iter_memories(flt) if r.type != EPISODIC}
     vectors = mem.store.vectors(list(records))
     parent = {i: i for i in records}
@@ -54,7 +53,7 @@ def find_clusters(
         for other, cosine in found:
             if other == memory_id or other not in records or cosine < threshold:
                 continue
-            duplicate = relate(record.content, records[other].content, cosine, thresholds)
+            duplicate = relate(record.content, records[other].content, cosine, limits)
             if duplicate is not Relation.DUPLICATE or not comparable(records[other], record):
                 continue  # an update, a contradiction or another statement: both stay
             a, b = root(memory_id), root(other)

@@ -58,13 +58,19 @@ class WriteContext:
 
     @property
     def thresholds(self) -> Thresholds:
-        """The cosines of this write's decision (the policy picks the duplicate one)."""
-        s = self.settings
-        near = s.dedup_threshold if self.on_duplicate == "reinforce" else s.near_dup_threshold
-        return Thresholds(near, s.contradiction_threshold, s.update_threshold)
+        """The cosines of this write's decision (:func:`thresholds`)."""
+        return thresholds(self.settings, self.on_duplicate)
 
     def note(self, type_: str, namespace: str, memory_id: str, **payload: object) -> None:
         self.pending.append((type_, namespace, memory_id, payload))
+
+
+def thresholds(settings: Settings, policy: str = "refuse") -> Thresholds:
+    """The cosines a write's decision uses; the duplicate policy picks the duplicate
+    one (``DEDUP_THRESHOLD`` to reinforce, else ``NEAR_DUP_THRESHOLD``)."""
+    s = settings
+    near = s.dedup_threshold if policy == "reinforce" else s.near_dup_threshold
+    return Thresholds(near, s.contradiction_threshold, s.update_threshold)
 
 
 def snapshot(record: MemoryRecord) -> dict[str, object]:

@@ -89,12 +89,7 @@ _TIME_SUFFIX = re.compile(r"(\d)(am|pm|a\.m\.|p\.m\.)(?!\w)", re.IGNORECASE)
 def normalise(text: str) -> str:
     """The form two texts are compared in: NFKC, format characters removed,
     apostrophes unified, whitespace collapsed (case kept: proper names are values)."""
-    folded = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
-    kept = (
-        folded
-        if folded.isascii()
-        else "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
-    )
+    kept = embedding_text(text).translate(_APOSTROPHES)
     return " ".join(_TIME_SUFFIX.sub(r"\1 \2", kept).split())
 
 
