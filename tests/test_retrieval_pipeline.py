@@ -43,14 +43,39 @@ def test_an_answer_is_found_through_the_question_before_it(db_path):
         top = [h.memory.id for h in hits]
         assert ids[1] in top[:3]
         answer = next(h for h in hits if h.memory.id == ids[1])
-        assert answer.trace["speaker"] == 1.25  # the query names John, who said it
+        # "John: ..." is a transcript line: the default reads no speaker from it,
+        # the conversation profile does (the query names John, who said it).
+        assert answer.trace["speaker"] == 1.0
         assert answer.trace["keyword_context"] > answer.trace["keyword_score"]
+        spoken = mem.search("How long does John hold the yoga pose?", user_id="u", now=NOW,
+                            limit=5, include_trace=True, profile="conversation")  # fmt: skip
+        assert next(h for h in spoken if h.memory.id == ids[1]).trace["speaker"] == 1.25
+        assert next(h for h in spoken if h.memory.id == ids[0]).trace["speaker"] == 1.0
         without = Settings(search_context_weight=0.0)
         mem.settings = without
         plain = mem.search("How long does John hold the yoga pose?", user_id="u", now=NOW,
                            limit=5, include_trace=True)  # fmt: skip
         answer = next((h for h in plain if h.memory.id == ids[1]), None)
         assert answer is None or answer.trace["keyword_context"] == answer.trace["keyword_score"]
+
+
+def test_the_speaker_and_role_a_writer_records_are_who_said_it(mem: Memory):
+    when = T0 + timedelta(days=3)
+    mem.add_many([
+        {"content": "I finished my degree at Leeds in 2019", "metadata": {"role": "user"}},
+        {"content": "You could study at Leeds or York", "metadata": {"role": "assistant"}},
+        {"content": "Ann finished her degree at Leeds", "metadata": {"speaker": "Ann Lee"}},
+    ], type="episodic", user_id="u", on_duplicate="keep", created_at=when)  # fmt: skip
+
+    def speakers(query: str) -> dict[str, float]:
+        hits = mem.search(query, user_id="u", include_trace=True, now=NOW)
+        return {h.memory.content.split()[0]: h.trace["speaker"] for h in hits}
+
+    assert speakers("Where did I finish my degree?") == {"I": 1.25, "You": 1.0, "Ann": 1.0}
+    assert speakers("Which places did you suggest for a degree?") == {
+        "I": 1.0, "You": 1.25, "Ann": 1.0}  # fmt: skip
+    assert speakers("Where did Ann Lee finish a degree at Leeds?") == {
+        "I": 1.0, "You": 1.0, "Ann": 1.25}  # fmt: skip
 
 
 def test_extra_signals_are_one_when_they_do_not_apply(mem: Memory):

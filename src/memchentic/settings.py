@@ -23,7 +23,7 @@ from pydantic_settings import (
 
 from .errors import ValidationError
 
-Profile = Literal["rrf", "cosine_decay", "hybrid"]
+Profile = Literal["rrf", "conversation", "cosine_decay", "hybrid"]
 SecretPolicy = Literal["refuse", "redact", "allow"]
 DuplicatePolicy = Literal["refuse", "reinforce", "keep"]
 WriteResolver = Literal["rules", "chat"]

@@ -2,6 +2,7 @@
 pure signals, and every scorer returns its score with the trace of its signals.
 
     rrf           match x freshness x path x confidence x usage        (default)
+    conversation  rrf, with speakers also read from "Name: text" transcript lines
     cosine_decay  min(1, cosine x decayed_confidence) [+ keyword boost]
     hybrid        wv x cosine + wk x keyword coverage + wr x recency + wi x importance
 """
@@ -65,8 +66,9 @@ def _rank_value(rank: int | None) -> float:
     return float(rank) if rank is not None else 0.0
 
 
-def score_rrf(c: Candidate, ctx: ScoringContext) -> float:
+def score_rrf(c: Candidate, ctx: ScoringContext, *, prefix_speakers: bool = False) -> float:
     s, m = ctx.settings, c.memory
+    speaker = cues.speaker_of(m.content, m.metadata, prefix=prefix_speakers)
     age = age_days(ctx.now, m.updated_at)
     parts = {
         "match": signals.match((c.vector_rank, c.keyword_rank), s.rrf_k),
@@ -80,8 +82,7 @@ def score_rrf(c: Candidate, ctx: ScoringContext) -> float:
         "usage": signals.usage(m.recall_count, s.memory_usage_score_weight),
         # Extra signals: each is exactly 1 when it does not apply.
         "speaker": signals.boost_factor(
-            bool(ctx.query_words)
-            and cues.names_speaker(set(ctx.query_words), cues.speaker_of(m.content, m.metadata)),
+            bool(ctx.query_words) and cues.names_speaker(ctx.query_words, speaker),
             s.search_speaker_boost,
         ),
         "date": signals.boost_factor(
@@ -107,6 +108,12 @@ def score_rrf(c: Candidate, ctx: ScoringContext) -> float:
     for value in parts.values():
         score *= value
     return score
+
+
+def score_conversation(c: Candidate, ctx: ScoringContext) -> float:
+    """:func:`score_rrf`, with the speaker of a memory that records none also read
+    from a transcript line's ``"Name: "`` prefix."""
+    return score_rrf(c, ctx, prefix_speakers=True)
 
 
 def bound_rrf(
@@ -228,6 +235,11 @@ RRF = SearchProfile(
     "rrf", score_rrf, description="match x freshness x path x confidence x usage",
     bound=bound_rrf, spread=spread_rrf,
 )  # fmt: skip
+CONVERSATION = SearchProfile(
+    "conversation", score_conversation,
+    description="rrf, with speakers also read from transcript lines ('Name: text')",
+    bound=bound_rrf, spread=spread_rrf,
+)  # fmt: skip
 COSINE_DECAY = SearchProfile(
     "cosine_decay",
     score_cosine_decay,
@@ -240,7 +252,9 @@ HYBRID = SearchProfile(
     needs_coverage=True,
     description="weighted vector + keyword coverage + recency + importance",
 )
-PROFILES: dict[str, SearchProfile] = {p.name: p for p in (RRF, COSINE_DECAY, HYBRID)}
+PROFILES: dict[str, SearchProfile] = {
+    p.name: p for p in (RRF, CONVERSATION, COSINE_DECAY, HYBRID)
+}
 
 
 def get_profile(name: str | SearchProfile) -> SearchProfile:

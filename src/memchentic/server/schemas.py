@@ -102,7 +102,7 @@ class ImproveRequest(_Strict):
 class SearchRequest(Scope):
     query: str
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
-    profile: Literal["rrf", "cosine_decay", "hybrid"] | None = None
+    profile: Literal["rrf", "conversation", "cosine_decay", "hybrid"] | None = None
     type: Text | Names | None = None
     kind: Literal["entry", "guide"] | None = None
     tags: Names | None = None
