@@ -13,8 +13,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -123,6 +123,24 @@ def stored_cosines(vectors: Sequence[np.ndarray], query: np.ndarray) -> list[flo
     return (np.einsum("ij,j->i", matrix, q) / norms).tolist()
 
 
+def gap_bounds(when: datetime, gap: timedelta) -> tuple[datetime | None, datetime | None]:
+    """``when - gap`` and ``when + gap``; None where that leaves the datetime range."""
+    try:
+        lo: datetime | None = when - gap
+    except OverflowError:
+        lo = None
+    try:
+        hi: datetime | None = when + gap
+    except OverflowError:
+        hi = None
+    return lo, hi
+
+
+#: Rows :meth:`Store.session_lines`' default reads a query.
+_PAGE = 2000
+_TICK = timedelta(microseconds=1)
+
+
 @dataclass(slots=True)
 class StoreStats:
     memories: int
@@ -227,6 +245,48 @@ class Store(ABC):
 
     @abstractmethod
     def count(self, flt: MemoryFilter) -> int: ...
+
+    def session_lines(
+        self, ids: Sequence[str], flt: MemoryFilter, reach: timedelta
+    ) -> list[list[tuple[str, datetime]]]:
+        """The rows around ``ids`` in their sessions, one line a session: for each
+        namespace and session (a ``session_id`` that is not empty) of the memories of
+        ``ids`` that pass ``flt``, ``(id, created_at)`` of rows of that namespace
+        and session that pass ``flt``, in ``(created_at, id)`` order: every one
+        created within ``reach`` of one of those memories, and maybe others.
+
+        The search's conversation context (``retrieval.context``) finds each
+        candidate's previous and next memory in these lines. Backends read ids and
+        times along an index on (namespace, session_id, created_at, id); this
+        default reads each session's rows between its memories, and ``reach``
+        around them, with :meth:`list_memories`."""
+        wanted = set(ids)
+        groups: dict[tuple[str, str], list[datetime]] = {}
+        for rec in self.get_many(ids).values():
+            if rec.session_id and rec.created_at is not None:
+                groups.setdefault((rec.namespace, rec.session_id), []).append(rec.created_at)
+        lines: list[list[tuple[str, datetime]]] = []
+        for (namespace, session), times in groups.items():
+            if flt.namespaces is not None and namespace not in flt.namespaces:
+                continue
+            lo = gap_bounds(min(times), reach)[0]
+            hi = gap_bounds(max(times), reach + _TICK)[1]  # created_before: before, not at
+            if flt.created_after is not None:
+                lo = flt.created_after if lo is None else max(lo, flt.created_after)
+            if flt.created_before is not None:
+                hi = flt.created_before if hi is None else min(hi, flt.created_before)
+            window = replace(flt, namespaces=[namespace], created_after=lo, created_before=hi)
+            rows: list[MemoryRecord] = []
+            while True:
+                page = self.list_memories(window, limit=_PAGE, offset=len(rows), newest_first=False)
+                rows += page
+                if len(page) < _PAGE:
+                    break
+            line = sorted((r.created_at, r.id) for r in rows
+                          if r.session_id == session and r.created_at is not None)  # fmt: skip
+            if wanted.intersection(i for _, i in line):  # one of ids passes flt
+                lines.append([(i, t) for t, i in line])
+        return lines
 
     @abstractmethod
     def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:

@@ -267,6 +267,16 @@ def m006_invitations(conn: Any) -> None:
     )
 
 
+def m007_session_order(conn: Any) -> None:
+    """Each session's memories in (created_at, id) order, for the search's
+    conversation context: a candidate's previous and next memory are a step along
+    it (``Store.session_lines``; issue 22, item 4). Only rows with a session."""
+    conn.execute(
+        "CREATE INDEX ix_memories_session ON memories (namespace, session_id, created_at, id) "
+        "WHERE session_id <> ''"
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = [
     m001_initial,
     m002_directory,
@@ -274,6 +284,7 @@ MIGRATIONS: list[Callable[[Any], None]] = [
     m004_keyword_index_without_pending_list,
     m005_negated_rows,
     m006_invitations,
+    m007_session_order,
 ]
 
 

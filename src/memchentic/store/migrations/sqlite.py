@@ -251,12 +251,23 @@ def m005_invitations(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_session_order(conn: sqlite3.Connection) -> None:
+    """Each session's memories in (created_at, id) order, for the search's
+    conversation context: a candidate's previous and next memory are a step along
+    it (``Store.session_lines``; issue 22, item 4). Only rows with a session."""
+    conn.execute(
+        "CREATE INDEX ix_memories_session ON memories(namespace, session_id, created_at, id) "
+        "WHERE session_id <> ''"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
     m004_negated_rows,
     m005_invitations,
+    m006_session_order,
 ]
 
 
