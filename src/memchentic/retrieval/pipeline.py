@@ -182,13 +182,11 @@ def _rank(
             keyword.get(memory_id, 0.0), [keyword.get(o, 0.0) for o in near], weight
         )
     if adjacent:
-        vector_order = [
-            i for i in sorted(ids, key=lambda i: (-vctx[i], i))
-            if vctx[i] > settings.search_min_similarity
-        ][: stages.fetch]  # fmt: skip
-        keyword_order = [
-            i for i in sorted(ids, key=lambda i: (-kctx[i], i)) if kctx[i] > 0
-        ][: stages.fetch]  # fmt: skip
+        floor = settings.search_min_similarity
+        vector_order = sorted((i for i in ids if vctx[i] > floor),
+                              key=lambda i: (-vctx[i], i))[: stages.fetch]  # fmt: skip
+        keyword_order = sorted((i for i in ids if kctx[i] > 0),
+                               key=lambda i: (-kctx[i], i))[: stages.fetch]  # fmt: skip
     else:
         present = set(ids)
         vector_order = [i for i, _ in stages.by_vector if i in present]
@@ -216,6 +214,13 @@ def _candidate(
     )  # fmt: skip
 
 
+def _neighbours(
+    store: Store, req: SearchRequest, settings: Settings, ids: list[str], in_session: list[str]
+) -> context.Neighbourhood:
+    gap = timedelta(hours=settings.search_context_gap_hours)
+    return context.neighbours(store, req.flt, ids, in_session, gap)
+
+
 def _assemble(
     store: Store, req: SearchRequest, settings: Settings, stages: _Stages
 ) -> list[Candidate]:
@@ -223,13 +228,10 @@ def _assemble(
     records = store.get_many(stages.ids())
     adjacent: dict[str, list[str]] | None = None
     if settings.search_context_weight > 0 and records:
-        hood = context.neighbours(
-            store, req.flt, list(records.values()),
-            timedelta(hours=settings.search_context_gap_hours),
-        )  # fmt: skip
-        for memory_id in list(records):
-            for other in hood.adjacent.get(memory_id, ()):
-                records.setdefault(other, hood.rows[other])
+        hood = _neighbours(store, req, settings, list(records),
+                           [i for i, r in records.items() if r.session_id])  # fmt: skip
+        if hood.added:
+            records.update(store.get_many(hood.added))
         adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in records] for i in records}
     ids = list(records)
     cosines = _true_cosines(store, req, stages, ids)
@@ -244,6 +246,14 @@ def _assemble(
     return candidates
 
 
+def _rank_rows(store: Store, stages: _Stages, ids: list[str]) -> dict[str, RankRow]:
+    """The RankRow of each of ``ids`` found: those a stage read, then the others."""
+    rows = {i: row for i in ids if (row := stages.rows.get(i)) is not None}
+    if len(rows) < len(ids):
+        rows.update(store.rank_rows([i for i in ids if i not in rows]))
+    return rows
+
+
 #: Whole records the bounded path loads and scores per step.
 _BOUNDED_STEP = 8
 #: Slack on a bound (its factors multiply in another order than the score's).
@@ -254,29 +264,29 @@ def _bounded(
     store: Store, req: SearchRequest, settings: Settings, stages: _Stages, ctx: ScoringContext
 ) -> list[Candidate] | None:
     """The candidates that can make the top ``limit``, scored; None when the
-    profile has no bound or the candidates have conversation context (then
-    :func:`_assemble` loads them all).
+    profile has no bound (then :func:`_assemble` loads them all).
 
     Gives the same top ``limit`` as scoring every candidate: the ranks come from
-    the same stage lists and cosines, each candidate's score is bounded from a
-    few columns (:class:`RankRow`), and candidates are loaded and scored in
-    order of their bound until the next bound is under the ``limit``-th score.
+    the same stage lists, conversation context and cosines, each candidate's
+    score is bounded from a few columns (:class:`RankRow`), and candidates are
+    loaded and scored in order of their bound until the next bound is under the
+    ``limit``-th score. Adjacent memories join as ids with their RankRow, as
+    :func:`_assemble` would add them; context changes the ranks only, and the
+    bound reads the ranks, so it stays exact.
     """
     bound = req.profile.bound
     if bound is None or req.profile.needs_coverage:
         return None
     wanted = stages.ids()
-    rows = {i: row for i in wanted if (row := stages.rows.get(i)) is not None}
-    if len(rows) < len(wanted):
-        rows.update(store.rank_rows([i for i in wanted if i not in rows]))
+    rows = _rank_rows(store, stages, wanted)
     ids = [i for i in wanted if i in rows]
-    if settings.search_context_weight > 0 and any(r.session_id for r in rows.values()):
-        return None
-    # No candidate has a session, so none has neighbours: what _assemble's
-    # context step would give (every candidate, none adjacent).
     adjacent: dict[str, list[str]] | None = None
     if settings.search_context_weight > 0 and ids:
-        adjacent = {i: [] for i in ids}
+        hood = _neighbours(store, req, settings, ids, [i for i in ids if rows[i].session_id])
+        if hood.added:
+            rows.update(_rank_rows(store, stages, hood.added))
+            ids += [i for i in hood.added if i in rows]
+        adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in rows] for i in ids}
     cosines = _true_cosines(store, req, stages, ids)
     ranked = _rank(ids, stages, cosines, adjacent, settings)
     keyword = stages.keyword
