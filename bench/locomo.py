@@ -28,7 +28,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="folder of conv-*.json files")
     parser.add_argument("--conversations", nargs="*", help="only these ids (e.g. 26 30)")
     parser.add_argument("--max-questions", type=int, help="at most this many per conversation")
-    parser.add_argument("--ablations", action="store_true", help="also run the ablations")
     cli.add_common_options(parser, ranked_what="dia_ids")
     args = parser.parse_args(argv)
     try:
@@ -37,7 +36,6 @@ def main(argv: list[str] | None = None) -> int:
             **cli.common_kwargs(args),
             conversations=args.conversations,
             max_questions=args.max_questions,
-            ablations=locomo.ABLATIONS if args.ablations else None,
         )
     except FileNotFoundError as exc:
         parser.error(str(exc))

@@ -7,6 +7,7 @@ Usage (from the repository root, after ``pip install -e '.[local,dev]'``)::
     python bench/longmemeval.py --data FILE --max-questions 10   # spread over the types
     python bench/longmemeval.py --data FILE --types knowledge-update multi-session
     python bench/longmemeval.py --data FILE --ingest add_many    # one add_many per session
+    python bench/longmemeval.py --data FILE --ablations          # also the ablation table
 
 ``python -m bench.longmemeval`` is the same. Vectors are cached on disk by text
 hash (``--cache``), so a second run embeds nothing again. See
@@ -29,8 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="LongMemEval JSON (.json or .json.gz)")
     parser.add_argument("--types", nargs="*", help="only these question types")
-    parser.add_argument("--max-questions", type=int,
-                        help="at most this many questions, taken in turn from each type")
+    parser.add_argument(
+        "--max-questions",
+        type=int,
+        help="at most this many questions, taken in turn from each type",
+    )
     cli.add_common_options(parser, ranked_what="turns")
     args = parser.parse_args(argv)
     try:

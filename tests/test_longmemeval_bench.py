@@ -106,6 +106,18 @@ def test_end_to_end_both_ingest_modes_give_the_same_figures(tmp_path: Path):
     json.dumps(lme.public(a))
 
 
+def test_ablations_each_ask_on_a_fresh_copy_of_the_store(tmp_path: Path):
+    path = _write(tmp_path, [_item("q1", "single-session-user"), _item("q2", "multi-session")])
+    same = {"same as defaults": {}, "context off": {"search_context_weight": 0.0}}
+    report = lme.run_benchmark(path, embedder="hash", cache=None, baselines=False,
+                               ablations=same)  # fmt: skip
+    assert set(report["systems"]) == {"memchentic"}
+    assert set(report["ablations"]) == set(same)
+    # Asked after the defaults' search counted its recalls, and still ranks alike.
+    assert report["_ranked"]["same as defaults"] == report["_ranked"]["memchentic"]
+    assert "ablations (each changes one setting" in lme.format_report(report)
+
+
 def test_cli_writes_json(tmp_path: Path, capsys):
     path = _write(tmp_path, [_item("q1", "knowledge-update")])
     out = tmp_path / "out.json"

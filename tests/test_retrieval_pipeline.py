@@ -76,6 +76,26 @@ def test_the_speaker_and_role_a_writer_records_are_who_said_it(mem: Memory):
         "I": 1.0, "You": 1.25, "Ann": 1.0}  # fmt: skip
     assert speakers("Where did Ann Lee finish a degree at Leeds?") == {
         "I": 1.0, "You": 1.0, "Ann": 1.25}  # fmt: skip
+    mem.settings = Settings(search_role_persons=False)
+    assert speakers("Where did I finish my degree?") == {"I": 1.0, "You": 1.0, "Ann": 1.0}
+
+
+def test_a_relative_date_is_read_from_the_time_asked(mem: Memory):
+    asked = datetime(2023, 5, 30, 12, tzinfo=UTC)
+    for days in (20, 2, 1):
+        mem.add(f"I baked bread with my sister, {days} days before", type="episodic",
+                user_id="u", created_at=asked - timedelta(days=days))  # fmt: skip
+
+    def dates(query: str) -> dict[str, float]:
+        hits = mem.search(query, user_id="u", include_trace=True, now=asked)
+        return {h.memory.content.split(", ")[1]: h.trace["date"] for h in hits}
+
+    assert dates("What did I bake yesterday?") == {
+        "20 days before": 1.0, "2 days before": 1.0, "1 days before": 1.5}  # fmt: skip
+    assert dates("What did I bake a couple of days ago?") == {
+        "20 days before": 1.0, "2 days before": 1.5, "1 days before": 1.5}  # fmt: skip
+    mem.settings = Settings(search_relative_dates=False)
+    assert set(dates("What did I bake yesterday?").values()) == {1.0}
 
 
 def test_extra_signals_are_one_when_they_do_not_apply(mem: Memory):

@@ -14,10 +14,45 @@ import numpy as np
 
 from . import cache, ingest
 
+#: Ablations both harnesses run (``--ablations``): each switches one rule of the
+#: default ranking off, or moves one knob, from the defaults; see
+#: docs/retrieval-quality.md for the tables on both data sets.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "role persons off (ROLE_PERSONS=false)": {"search_role_persons": False},
+    "relative dates off (RELATIVE_DATES=false)": {"search_relative_dates": False},
+    "context off (CONTEXT_WEIGHT=0)": {"search_context_weight": 0.0},
+    "context weight 0.25": {"search_context_weight": 0.25},
+    "context weight 1.0": {"search_context_weight": 1.0},
+    "keyword floor off (MIN_RATIO=0)": {"search_keyword_min_ratio": 0.0},
+    "keyword min ratio 0.1": {"search_keyword_min_ratio": 0.1},
+    "keyword min ratio 0.5": {"search_keyword_min_ratio": 0.5},
+    "speaker off (SPEAKER_BOOST=0)": {"search_speaker_boost": 0.0},
+    "speaker boost 0.1": {"search_speaker_boost": 0.1},
+    "speaker boost 0.5": {"search_speaker_boost": 0.5},
+    "date off (DATE_BOOST=0)": {"search_date_boost": 0.0},
+    "horizon off (EPISODIC_RECENCY=0)": {"search_episodic_recency_days": 0.0},
+    "episodic recency 365 days": {"search_episodic_recency_days": 365.0},
+    "candidate floor off (FLOOR=1)": {"search_candidate_floor": 1},
+    "usage off (USAGE_WEIGHT=0)": {"memory_usage_score_weight": 0.0},
+    "all off (the ranking before issue 18)": {
+        "search_role_persons": False,
+        "search_relative_dates": False,
+        "search_context_weight": 0.0,
+        "search_keyword_min_ratio": 0.0,
+        "search_speaker_boost": 0.0,
+        "search_date_boost": 0.0,
+        "search_episodic_recency_days": 0.0,
+        "search_candidate_floor": 1,
+    },
+}
+
 
 def add_common_options(parser: argparse.ArgumentParser, *, ranked_what: str) -> None:
     """Options every harness takes (after its own ``--data`` and selectors)."""
-    parser.add_argument("--profile", choices=["rrf", "cosine_decay", "hybrid"], default=None)
+    parser.add_argument(
+        "--profile", choices=["rrf", "conversation", "cosine_decay", "hybrid"], default=None
+    )
+    parser.add_argument("--ablations", action="store_true", help="also run the ablations")
     parser.add_argument("--embedder", default="local", help="local (default) or hash")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     parser.add_argument(
@@ -38,6 +73,7 @@ def common_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "embedder": args.embedder, "profile": args.profile, "baselines": not args.no_baselines,
         "ingest": args.ingest, "cache": args.cache, "workdir": args.workdir,
+        "ablations": ABLATIONS if args.ablations else None,
         "progress": lambda line: print(line, file=sys.stderr, flush=True),
     }  # fmt: skip
 

@@ -63,31 +63,8 @@ CATEGORIES = {
 }
 METRICS = ("recall@1", "recall@5", "recall@10", "recall@20", "hit@10", "mrr")
 BASELINES = bl.NAMES
-#: Ablations: each switches one improvement off (or changes one knob) from the
-#: defaults; see docs/retrieval-quality.md.
-ABLATIONS: dict[str, dict[str, Any]] = {
-    "context off (CONTEXT_WEIGHT=0)": {"search_context_weight": 0.0},
-    "context weight 1.0": {"search_context_weight": 1.0},
-    "keyword floor off (MIN_RATIO=0)": {"search_keyword_min_ratio": 0.0},
-    "keyword min ratio 0.1": {"search_keyword_min_ratio": 0.1},
-    "keyword min ratio 0.5": {"search_keyword_min_ratio": 0.5},
-    "speaker off (SPEAKER_BOOST=0)": {"search_speaker_boost": 0.0},
-    "speaker boost 0.1": {"search_speaker_boost": 0.1},
-    "speaker boost 0.5": {"search_speaker_boost": 0.5},
-    "date off (DATE_BOOST=0)": {"search_date_boost": 0.0},
-    "horizon off (EPISODIC_RECENCY=0)": {"search_episodic_recency_days": 0.0},
-    "episodic recency 365 days": {"search_episodic_recency_days": 365.0},
-    "candidate floor off (FLOOR=1)": {"search_candidate_floor": 1},
-    "usage off (USAGE_WEIGHT=0)": {"memory_usage_score_weight": 0.0},
-    "all off (the previous ranking)": {
-        "search_context_weight": 0.0,
-        "search_keyword_min_ratio": 0.0,
-        "search_speaker_boost": 0.0,
-        "search_date_boost": 0.0,
-        "search_episodic_recency_days": 0.0,
-        "search_candidate_floor": 1,
-    },
-}
+#: The ablations (shared with LongMemEval, ``cli.ABLATIONS``).
+ABLATIONS = cli.ABLATIONS
 
 
 # --- data ---------------------------------------------------------------------------

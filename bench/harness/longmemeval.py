@@ -29,6 +29,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -215,29 +216,34 @@ def _ask(
     q: Question,
     path: Path,
     emb: Embedder,
-    settings: Settings,
+    variants: Mapping[str, Settings],
     *,
     mode: str,
     profile: str | None,
     runs: dict[str, Run],
     baselines: bool,
 ) -> float:
-    """Log one haystack, ask its question in memchentic and the baselines; the
-    seconds the ingest took."""
+    """Log one haystack, ask its question in memchentic (each variant on its own
+    copy of the fresh store, so no variant sees another's recalls) and the
+    baselines; the seconds the ingest took."""
     warm(emb, q.entries)
     qvec = emb.embed_batch([embedding_text(q.question)])[0]
-    with Memory(path=path, embedder=emb, settings=settings) as mem:
+    base = variants["memchentic"]
+    with Memory(path=path, embedder=emb, settings=base) as mem:
         start = time.perf_counter()
         ids = log_turns(mem, q.entries, user_id="u", mode=mode)
         ingest_s = time.perf_counter() - start
-        key_of = dict(zip(ids, q.keys, strict=True))
-        start = time.perf_counter()
-        hits = mem.search(q.question, user_id="u", limit=LIMIT, now=q.date, profile=profile)
-        took = time.perf_counter() - start
-        runs.setdefault("memchentic", Run()).record(q, [key_of[h.memory.id] for h in hits], took)
-        if not baselines:
-            return ingest_s
-        stored = mem.store.vectors(ids)
+        stored = mem.store.vectors(ids) if baselines else {}
+    key_of = dict(zip(ids, q.keys, strict=True))
+    for name, settings in variants.items():
+        copy = _copy_store(path, path.parent / name.replace("/", "_"))
+        with Memory(path=copy, embedder=emb, settings=settings) as mem:
+            start = time.perf_counter()
+            hits = mem.search(q.question, user_id="u", limit=LIMIT, now=q.date, profile=profile)
+            took = time.perf_counter() - start
+        runs.setdefault(name, Run()).record(q, [key_of[h.memory.id] for h in hits], took)
+    if not baselines:
+        return ingest_s
     matrix = np.vstack([stored[i] for i in ids]).astype(np.float32)
     start = time.perf_counter()
     suite = bl.Suite([e.content for e in q.entries], matrix)
@@ -248,6 +254,14 @@ def _ask(
         took = time.perf_counter() - start + (build if name.startswith("bm25") else 0.0)
         runs.setdefault(name, Run()).record(q, [q.keys[i] for i in order], took)
     return ingest_s
+
+
+def _copy_store(src: Path, dst_dir: Path) -> Path:
+    """The store at ``src`` (its database and WAL files) copied into ``dst_dir``."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for f in src.parent.glob(src.name + "*"):
+        shutil.copy2(f, dst_dir / f.name)
+    return dst_dir / src.name
 
 
 def run_benchmark(
@@ -263,10 +277,12 @@ def run_benchmark(
     cache: str | Path | None = DEFAULT_PATH,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    ablations: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the report (see :func:`format_report`). Each
     question's store is built under ``workdir`` (default: a temporary folder) and
-    removed after its question; vectors are cached in the SQLite file ``cache``."""
+    removed after its question; vectors are cached in the SQLite file ``cache``.
+    ``ablations``: named settings overrides, each asked every question too."""
     t0 = time.perf_counter()
     base = settings or load_settings()
     if base.max_content_bytes < CONTENT_BYTES:
@@ -274,19 +290,22 @@ def run_benchmark(
     inner = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, base)
     emb = DiskCachedEmbedder(inner, cache)
     questions, left_out = load(data, types=types, max_questions=max_questions)
+    variants: dict[str, Settings] = {"memchentic": base}
+    for name, overrides in (ablations or {}).items():
+        variants[name] = base.model_copy(update=dict(overrides))
     runs: dict[str, Run] = {}
     ingest_s = 0.0
     if workdir is not None:
         Path(workdir).mkdir(parents=True, exist_ok=True)
     for n, q in enumerate(questions, start=1):
         with tempfile.TemporaryDirectory(prefix="longmemeval-", dir=workdir) as tmp:
-            ingest_s += _ask(q, Path(tmp) / "memory.db", emb, base, mode=ingest,
+            ingest_s += _ask(q, Path(tmp) / "memory.db", emb, variants, mode=ingest,
                              profile=profile, runs=runs, baselines=baselines)  # fmt: skip
         if progress:
             progress(f"{n}/{len(questions)} {q.id} ({q.type}): {len(q.entries)} turns; "
                      f"{emb.computed} embedded, {time.perf_counter() - t0:.0f} s")  # fmt: skip
     emb.close()
-    systems = {
+    every = {
         name: {
             **aggregate(r.rows),
             "search_s": round(r.seconds, 3),
@@ -294,6 +313,7 @@ def run_benchmark(
         }
         for name, r in runs.items()
     }
+    systems = {k: v for k, v in every.items() if k not in variants or k == "memchentic"}
     return {
         "data": str(data),
         "embedder": emb.model,
@@ -307,6 +327,7 @@ def run_benchmark(
         "ingest_s": round(ingest_s, 3),
         "total_s": round(time.perf_counter() - t0, 3),
         "systems": systems,
+        "ablations": {k: v for k, v in every.items() if k in variants and k != "memchentic"},
         "_ranked": {name: r.ranked for name, r in runs.items()},
     }
 
@@ -355,6 +376,14 @@ def format_report(report: Mapping[str, Any]) -> str:
             lines.append(_row(name, cells + [f"{s['overall'][metric]:.3f}"]))
         ns = next(iter(systems.values()))["by_type"] if systems else {}
         lines.append(_row("n", [str(ns[t]["n"]) for t in types] + [str(report["questions"])]))
+    if report.get("ablations"):
+        ref = systems.get("memchentic", {}).get("overall", {}).get("turn_recall@10", 0.0)
+        lines += ["", "ablations (each changes one setting from the defaults)"]
+        lines.append(_row("variant", [*(SHORT[m] for m in METRICS), "Δ t r@10"], width=42))
+        for name, s in report["ablations"].items():
+            o = s["overall"]
+            cells = [f"{o[m]:.3f}" for m in METRICS] + [f"{o['turn_recall@10'] - ref:+.3f}"]
+            lines.append(_row(name, cells, width=42))
     return "\n".join(lines)
 
 

@@ -214,6 +214,16 @@ class Settings(BaseSettings):
         "date = 1 + this when the memory's time is in a date the query names, else 1.",
         ge=0,
     )
+    search_role_persons: bool = _env(
+        "SEARCH_ROLE_PERSONS",
+        True,
+        "Speaker cue: a first-person query names memories of role user, second person assistant.",
+    )
+    search_relative_dates: bool = _env(
+        "SEARCH_RELATIVE_DATES",
+        True,
+        "Date cue: relative phrases (yesterday, two weeks ago) name dates from the time asked.",
+    )
     search_episodic_recency_days: float = _env(
         "SEARCH_EPISODIC_RECENCY_DAYS",
         3650.0,

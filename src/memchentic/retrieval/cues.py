@@ -91,13 +91,13 @@ def speaker_of(
     return match.group(1) if match else None
 
 
-def names_speaker(query_words: Set[str], speaker: str | None) -> bool:
-    """True when every word of ``speaker``'s name is a word of the query, or when
-    ``speaker`` is a chat role the query's person names (first person: ``user``;
-    second person: ``assistant``)."""
+def names_speaker(query_words: Set[str], speaker: str | None, *, roles: bool = True) -> bool:
+    """True when every word of ``speaker``'s name is a word of the query, or (with
+    ``roles``) when ``speaker`` is a chat role the query's person names (first
+    person: ``user``; second person: ``assistant``)."""
     if not speaker:
         return False
-    persons = ROLE_PERSONS.get(speaker.lower())
+    persons = ROLE_PERSONS.get(speaker.lower()) if roles else None
     if persons is not None and not persons.isdisjoint(query_words):
         return True
     name = words(speaker)
@@ -212,7 +212,7 @@ def relative_dates(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
     today = _unit_start(now, "day")
     end = today + _DAY_S
     spans: list[tuple[datetime, datetime]] = []
-    for m in _TODAY.finditer(text):
+    if _TODAY.search(text):
         spans.append((today, end))
     for m in _YESTERDAY.finditer(text):
         back = 2 if m.group(0).lower().startswith("the") else 1
@@ -220,7 +220,8 @@ def relative_dates(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
     for m in _AGO.finditer(text):
         length, slack = _UNITS[m.group("unit").lower()]
         low, high = _count(m.group("count"))
-        spans.append((today - high * length - slack, min(end, today - low * length + slack + _DAY_S)))
+        latest = today - low * length + slack + _DAY_S
+        spans.append((today - high * length - slack, min(end, latest)))
     for m in _PAST.finditer(text):
         length, _ = _UNITS[m.group("unit").lower()]
         _, high = _count(m.group("count"))

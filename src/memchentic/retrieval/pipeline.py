@@ -348,7 +348,9 @@ def run(
         settings=settings,
         path_hint=req.path_hint,
         query_words=frozenset(cues.words(req.query)),
-        query_dates=tuple(cues.query_dates(req.query, req.now)),
+        query_dates=tuple(
+            cues.query_dates(req.query, req.now if settings.search_relative_dates else None)
+        ),
     )
     rescored = settings.memory_selroute_enabled or (
         reranker is not None and settings.memory_reranker_enabled

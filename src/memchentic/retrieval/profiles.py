@@ -82,7 +82,8 @@ def score_rrf(c: Candidate, ctx: ScoringContext, *, prefix_speakers: bool = Fals
         "usage": signals.usage(m.recall_count, s.memory_usage_score_weight),
         # Extra signals: each is exactly 1 when it does not apply.
         "speaker": signals.boost_factor(
-            bool(ctx.query_words) and cues.names_speaker(ctx.query_words, speaker),
+            bool(ctx.query_words)
+            and cues.names_speaker(ctx.query_words, speaker, roles=s.search_role_persons),
             s.search_speaker_boost,
         ),
         "date": signals.boost_factor(
@@ -252,9 +253,7 @@ HYBRID = SearchProfile(
     needs_coverage=True,
     description="weighted vector + keyword coverage + recency + importance",
 )
-PROFILES: dict[str, SearchProfile] = {
-    p.name: p for p in (RRF, CONVERSATION, COSINE_DECAY, HYBRID)
-}
+PROFILES: dict[str, SearchProfile] = {p.name: p for p in (RRF, CONVERSATION, COSINE_DECAY, HYBRID)}
 
 
 def get_profile(name: str | SearchProfile) -> SearchProfile:
