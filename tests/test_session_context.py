@@ -10,11 +10,14 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memchentic import Memory, Settings
 from memchentic.record import MemoryRecord
-from memchentic.retrieval import context, cues, pipeline
+from memchentic.retrieval import context, cues, pipeline, signals
 from memchentic.retrieval.profiles import ScoringContext, get_profile
 from memchentic.store.base import MemoryFilter, Store
 
@@ -209,8 +212,8 @@ def test_neighbours_are_the_adjacent_rows_that_pass_the_filter(make_mem):
         for _ in range(3):
             picked = rng.sample(everything, 25)
             ids = [r.id for r in picked]
-            in_session = [r.id for r in picked if r.session_id]
-            hood = context.neighbours(store, flt, ids, in_session, GAP)
+            points = [(r.namespace, r.session_id, r.created_at) for r in picked if r.session_id]
+            hood = context.neighbours(store, flt, ids, points, GAP)
             # the earlier code: adjacency of the loaded candidates that pass flt
             visible = store.get_many(ids)
             passing = {r.id for r in store.list_memories(flt, limit=1000)}
@@ -224,10 +227,10 @@ def test_neighbours_are_the_adjacent_rows_that_pass_the_filter(make_mem):
             assert hood.adjacent == {
                 i: [o for o in near.get(i, ()) if o in members] for i in (*ids, *hood.added)
             }, name  # fmt: skip
-            lines = default(in_session, flt, 2 * GAP)
+            lines = default(points, flt, 2 * GAP)
             store.session_lines = lambda *args, lines=lines: lines  # type: ignore[method-assign]
             try:
-                again = context.neighbours(store, flt, ids, in_session, GAP)
+                again = context.neighbours(store, flt, ids, points, GAP)
                 assert (sorted(again.added), again.adjacent) == (sorted(added), hood.adjacent)
             finally:
                 del store.session_lines
@@ -247,7 +250,8 @@ def test_a_joined_neighbour_is_adjacent_to_its_own_neighbours_only(make_mem):
     ]  # fmt: skip
     first, five, _, ten, last = ids
     flt = MemoryFilter(now=NOW, include_superseded=True)
-    hood = context.neighbours(mem.store, flt, [first, last], [first, last], GAP)
+    points = [("user:u", "s", T0), ("user:u", "s", T0 + timedelta(hours=15))]
+    hood = context.neighbours(mem.store, flt, [first, last], points, GAP)
     assert hood == context.Neighbourhood(
         [five, ten], {first: [five], last: [ten], five: [first], ten: [last]}
     )
@@ -292,3 +296,15 @@ def test_a_neighbour_the_caller_cannot_see_changes_no_score(make_mem):
         assert mem.store.delete(memory_id)
     after = pipeline.run(mem.store, req, mem.settings)
     assert _answer(before) == _answer(after)
+
+
+_score = st.floats(-1.0, 40.0, allow_nan=False)
+
+
+@given(st.lists(st.tuples(_score, st.lists(_score, min_size=1, max_size=2)), min_size=1),
+       st.floats(0.0, 2.0))  # fmt: skip
+def test_with_context_many_gives_the_values_of_with_context(rows, weight):
+    own = np.array([o for o, _ in rows])
+    best = np.array([max(near) for _, near in rows])
+    many = signals.with_context_many(own, best, weight).tolist()
+    assert many == [signals.with_context(o, near, weight) for o, near in rows]

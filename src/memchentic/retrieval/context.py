@@ -10,11 +10,12 @@ only); memories without a ``session_id`` have no neighbours.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from ..store.base import MemoryFilter, Store
+from ..store.base import MemoryFilter, SessionPoint, Store
 
 
 @dataclass(slots=True)
@@ -31,14 +32,14 @@ def neighbours(
     store: Store,
     flt: MemoryFilter,
     candidates: Sequence[str],
-    in_session: Sequence[str],
+    points: Sequence[SessionPoint],
     gap: timedelta,
 ) -> Neighbourhood:
-    """The previous and next memory of each candidate (``in_session``: those with a
-    session) in the same namespace and session (order: ``created_at``, then id),
-    when they pass ``flt`` and lie within ``gap`` of it. Those that are not
-    candidates join them, adjacent to the candidates and joined memories next to
-    them.
+    """The previous and next memory of each candidate in the same namespace and
+    session (order: ``created_at``, then id), when they pass ``flt`` and lie within
+    ``gap`` of it (``points``: where the candidates with a session lie). Those that
+    are not candidates join them, adjacent to the candidates and joined memories
+    next to them.
 
     One read: the session rows within ``2 x gap`` of the candidates hold their
     neighbours and their neighbours' neighbours. In such a line, a memory's
@@ -46,30 +47,32 @@ def neighbours(
     line holds every row that near), else a row as far or farther (so it is not
     adjacent either); the same for the next."""
     known = set(candidates)
-    lines = store.session_lines(in_session, flt, 2 * gap) if in_session else []
-    near: dict[str, list[str]] = {}
+    lines = store.session_lines(points, flt, 2 * gap) if points else []
+    adjacent: dict[str, list[str]] = dict.fromkeys(candidates, [])
     added: list[str] = []
-    for line in lines:
-        at = {memory_id: i for i, (memory_id, _) in enumerate(line)}
-        mine = [memory_id for memory_id in at if memory_id in known]
-        for memory_id in mine:
-            near[memory_id] = _around(line, at[memory_id], gap)
-        for other in dict.fromkeys(o for memory_id in mine for o in near[memory_id]):
-            if other not in known:
-                near[other] = _around(line, at[other], gap)
-                added.append(other)
-    members = known.union(added)
-    adjacent = {
-        i: [o for o in near.get(i, ()) if o in members] for i in (*candidates, *added)
-    }  # fmt: skip
+    for line in lines:  # one session: the candidates' neighbours join from it alone
+        ids = [memory_id for memory_id, _ in line]
+        # close[i]: rows i and i + 1 lie within the gap (a line is in time order)
+        close = [b - a <= gap for (_, a), (_, b) in itertools.pairwise(line)]
+        joined: dict[int, None] = {}  # rows next to a candidate that are none
+        for i, memory_id in enumerate(ids):
+            if memory_id in known:
+                near = _near(close, i)
+                adjacent[memory_id] = [ids[j] for j in near]
+                for j in near:
+                    if ids[j] not in known:
+                        joined[j] = None
+        for j in joined:
+            adjacent[ids[j]] = [ids[k] for k in _near(close, j) if k in joined or ids[k] in known]
+            added.append(ids[j])
     return Neighbourhood(added, adjacent)
 
 
-def _around(line: Sequence[tuple[str, datetime]], i: int, gap: timedelta) -> list[str]:
-    """The rows just before and after ``line[i]`` (in that order) created within
-    ``gap`` of it."""
-    created = line[i][1]
-    return [
-        line[j][0] for j in (i - 1, i + 1)
-        if 0 <= j < len(line) and abs(line[j][1] - created) <= gap
-    ]  # fmt: skip
+def _near(close: list[bool], i: int) -> list[int]:
+    """The rows just before and after row ``i`` (in that order) within the gap."""
+    near = []
+    if i and close[i - 1]:
+        near.append(i - 1)
+    if i < len(close) and close[i]:
+        near.append(i + 1)
+    return near

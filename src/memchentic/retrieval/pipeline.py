@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -126,19 +126,24 @@ def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
 
 
 def _true_cosines(
-    store: Store, req: SearchRequest, stages: _Stages, ids: list[str]
+    store: Store,
+    req: SearchRequest,
+    stages: _Stages,
+    ids: list[str],
+    rows: Mapping[str, RankRow] | None = None,
 ) -> dict[str, float]:
     """Each id's cosine: from the vector stage, else (keyword-only candidates and
     neighbours) the one a stage computed, or from its stored vector: the one a
-    stage handed over, or looked up."""
+    stage handed over (or ``rows``, the RankRows read since), or looked up."""
+    rows = stages.rows if rows is None else rows
     found = dict(stages.by_vector)
     missing = sorted(i for i in ids if i not in found)  # one order on every path
     for i in missing:
-        if (row := stages.rows.get(i)) is not None and row.cosine is not None:
+        if (row := rows.get(i)) is not None and row.cosine is not None:
             found[i] = row.cosine
     missing = [i for i in missing if i not in found]
     carried = [(i, row.vector) for i in missing
-               if (row := stages.rows.get(i)) is not None and row.vector is not None]  # fmt: skip
+               if (row := rows.get(i)) is not None and row.vector is not None]  # fmt: skip
     if carried:
         values = stored_cosines([vector for _, vector in carried], req.vector)
         found.update(zip([i for i, _ in carried], values, strict=True))
@@ -166,28 +171,19 @@ def _rank(
     settings: Settings,
 ) -> _Ranked:
     keyword = stages.keyword
-    weight = settings.search_context_weight
-    vctx: dict[str, float] = {}
-    kctx: dict[str, float] = {}
-    for memory_id in ids:
-        near = adjacent.get(memory_id, ()) if adjacent else ()
-        if not near:  # with_context of no neighbours: the own score
-            vctx[memory_id] = cosines.get(memory_id, 0.0)
-            kctx[memory_id] = keyword.get(memory_id, 0.0)
-            continue
-        vctx[memory_id] = signals.with_context(
-            cosines.get(memory_id, 0.0), [cosines.get(o, 0.0) for o in near], weight
-        )
-        kctx[memory_id] = signals.with_context(
-            keyword.get(memory_id, 0.0), [keyword.get(o, 0.0) for o in near], weight
-        )
-    if adjacent:
+    if adjacent:  # by score with context, best first, then by id (sorts are stable)
+        near = _neighbour_index(ids, adjacent)
+        vctx = _with_context(ids, cosines, near, settings.search_context_weight)
+        kctx = _with_context(ids, keyword, near, settings.search_context_weight)
         floor = settings.search_min_similarity
-        vector_order = sorted((i for i in ids if vctx[i] > floor),
-                              key=lambda i: (-vctx[i], i))[: stages.fetch]  # fmt: skip
-        keyword_order = sorted((i for i in ids if kctx[i] > 0),
-                               key=lambda i: (-kctx[i], i))[: stages.fetch]  # fmt: skip
-    else:
+        by_id = sorted(ids)
+        vector_order = sorted([i for i in by_id if vctx[i] > floor],
+                              key=vctx.__getitem__, reverse=True)[: stages.fetch]  # fmt: skip
+        keyword_order = sorted([i for i in by_id if kctx[i] > 0],
+                               key=kctx.__getitem__, reverse=True)[: stages.fetch]  # fmt: skip
+    else:  # with_context of no neighbours: the own score
+        vctx = {i: cosines.get(i, 0.0) for i in ids}
+        kctx = {i: keyword.get(i, 0.0) for i in ids}
         present = set(ids)
         vector_order = [i for i, _ in stages.by_vector if i in present]
         keyword_order = [i for i, _ in stages.by_keyword if i in present]
@@ -203,6 +199,36 @@ def _rank(
     )  # fmt: skip
 
 
+def _neighbour_index(
+    ids: list[str], adjacent: Mapping[str, list[str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where in ``ids`` each one's neighbours are (at most two, each one of ``ids``);
+    ``len(ids)`` where it has no neighbour there."""
+    at = {memory_id: k for k, memory_id in enumerate(ids)}
+    first, second = np.full(len(ids), len(ids)), np.full(len(ids), len(ids))
+    for k, memory_id in enumerate(ids):
+        if near := adjacent.get(memory_id):
+            first[k] = at[near[0]]
+            if len(near) > 1:
+                second[k] = at[near[1]]
+    return first, second
+
+
+def _with_context(
+    ids: list[str],
+    scores: Mapping[str, float],
+    near: tuple[np.ndarray, np.ndarray],
+    weight: float,
+) -> dict[str, float]:
+    """Each id's score with context (``signals.with_context``), all at once."""
+    own = np.array([scores.get(i, 0.0) for i in ids] + [-np.inf])  # -inf: no neighbour
+    first, second = near
+    best = np.maximum(own[first], own[second])
+    values = np.where(first < len(ids), signals.with_context_many(own[:-1], best, weight),
+                      own[:-1])  # fmt: skip
+    return dict(zip(ids, values.tolist(), strict=True))
+
+
 def _candidate(
     memory: MemoryRecord, ranked: _Ranked, cosines: dict[str, float], keyword: dict[str, float]
 ) -> Candidate:
@@ -215,10 +241,17 @@ def _candidate(
 
 
 def _neighbours(
-    store: Store, req: SearchRequest, settings: Settings, ids: list[str], in_session: list[str]
+    store: Store,
+    req: SearchRequest,
+    settings: Settings,
+    ids: list[str],
+    rows: Mapping[str, RankRow | MemoryRecord],
 ) -> context.Neighbourhood:
+    """:func:`context.neighbours` of the candidates ``ids`` (``rows``: theirs)."""
+    points = [(r.namespace, r.session_id, r.created_at) for i in ids
+              if (r := rows[i]).session_id and r.created_at is not None]  # fmt: skip
     gap = timedelta(hours=settings.search_context_gap_hours)
-    return context.neighbours(store, req.flt, ids, in_session, gap)
+    return context.neighbours(store, req.flt, ids, points, gap)
 
 
 def _assemble(
@@ -228,8 +261,7 @@ def _assemble(
     records = store.get_many(stages.ids())
     adjacent: dict[str, list[str]] | None = None
     if settings.search_context_weight > 0 and records:
-        hood = _neighbours(store, req, settings, list(records),
-                           [i for i, r in records.items() if r.session_id])  # fmt: skip
+        hood = _neighbours(store, req, settings, list(records), records)
         if hood.added:
             records.update(store.get_many(hood.added))
         adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in records] for i in records}
@@ -246,11 +278,14 @@ def _assemble(
     return candidates
 
 
-def _rank_rows(store: Store, stages: _Stages, ids: list[str]) -> dict[str, RankRow]:
-    """The RankRow of each of ``ids`` found: those a stage read, then the others."""
+def _rank_rows(
+    store: Store, stages: _Stages, ids: list[str], *, vectors: bool = False
+) -> dict[str, RankRow]:
+    """The RankRow of each of ``ids`` found: those a stage read, then the others
+    (with ``vectors``, with their stored vectors: one read, not two)."""
     rows = {i: row for i in ids if (row := stages.rows.get(i)) is not None}
     if len(rows) < len(ids):
-        rows.update(store.rank_rows([i for i in ids if i not in rows]))
+        rows.update(store.rank_rows([i for i in ids if i not in rows], vectors=vectors))
     return rows
 
 
@@ -282,12 +317,14 @@ def _bounded(
     ids = [i for i in wanted if i in rows]
     adjacent: dict[str, list[str]] | None = None
     if settings.search_context_weight > 0 and ids:
-        hood = _neighbours(store, req, settings, ids, [i for i in ids if rows[i].session_id])
+        hood = _neighbours(store, req, settings, ids, rows)
+        adjacent = hood.adjacent
         if hood.added:
-            rows.update(_rank_rows(store, stages, hood.added))
+            rows.update(_rank_rows(store, stages, hood.added, vectors=True))
             ids += [i for i in hood.added if i in rows]
-        adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in rows] for i in ids}
-    cosines = _true_cosines(store, req, stages, ids)
+            if len(ids) < len(adjacent):  # some vanished since the stages ran
+                adjacent = {i: [o for o in adjacent[i] if o in rows] for i in ids}
+    cosines = _true_cosines(store, req, stages, ids, rows)
     ranked = _rank(ids, stages, cosines, adjacent, settings)
     keyword = stages.keyword
     ranked_ids = [i for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 
 def rrf(rank: int | None, k: float) -> float:
     """Reciprocal rank fusion term ``1 / (k + rank)`` (ranks start at 1; None = absent)."""
@@ -97,3 +99,10 @@ def with_context(own: float, neighbours: Iterable[float], weight: float) -> floa
     ``own + weight x max(neighbour scores)`` (``own`` when there are none)."""
     best = max(neighbours, default=0.0)
     return own + weight * max(0.0, best)
+
+
+def with_context_many(own: np.ndarray, best: np.ndarray, weight: float) -> np.ndarray:
+    """:func:`with_context` of many candidates that have neighbours, ``best`` their
+    best neighbour's score: the same operations on float64 arrays, so the same
+    values."""
+    return own + weight * np.maximum(0.0, best)

@@ -11,10 +11,10 @@ insert.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -81,6 +81,9 @@ class RankRow(NamedTuple):
     reinforcement: int
     recall_count: int
     path_hint: str | None
+    #: Where the memory lies in its session (what conversation context reads).
+    namespace: str
+    created_at: datetime | None
     #: The stored vector, when a stage read it with the row (keyword stages do:
     #: their hits' cosines with the query are needed, and this saves a lookup).
     vector: np.ndarray | None = None
@@ -123,17 +126,39 @@ def stored_cosines(vectors: Sequence[np.ndarray], query: np.ndarray) -> list[flo
     return (np.einsum("ij,j->i", matrix, q) / norms).tolist()
 
 
-def gap_bounds(when: datetime, gap: timedelta) -> tuple[datetime | None, datetime | None]:
-    """``when - gap`` and ``when + gap``; None where that leaves the datetime range."""
+#: Where a memory lies in its session: (namespace, session_id, created_at).
+SessionPoint = tuple[str, str, datetime]
+#: Rows of one session passing a filter, in order: (id, created_at).
+SessionLine = list[tuple[str, datetime]]
+
+
+def session_windows(
+    points: Iterable[SessionPoint], reach: timedelta
+) -> list[tuple[str, str, datetime, datetime]]:
+    """For each namespace and session of ``points``: the times within ``reach`` of
+    one of its points, as closed intervals that do not overlap (so a read of each
+    reads no row twice), clamped to the times a ``datetime`` holds."""
+    times: dict[tuple[str, str], list[datetime]] = {}
+    for namespace, session, created in points:
+        times.setdefault((namespace, session), []).append(created)
+    windows = []
+    for (namespace, session), found in times.items():
+        found.sort()
+        first = last = found[0]
+        for when in found[1:]:
+            if when - last > 2 * reach:
+                windows.append((namespace, session, _shift(first, -reach), _shift(last, reach)))
+                first = when
+            last = when
+        windows.append((namespace, session, _shift(first, -reach), _shift(last, reach)))
+    return windows
+
+
+def _shift(when: datetime, delta: timedelta) -> datetime:
     try:
-        lo: datetime | None = when - gap
+        return when + delta
     except OverflowError:
-        lo = None
-    try:
-        hi: datetime | None = when + gap
-    except OverflowError:
-        hi = None
-    return lo, hi
+        return (datetime.min if delta < timedelta(0) else datetime.max).replace(tzinfo=UTC)
 
 
 #: Rows :meth:`Store.session_lines`' default reads a query.
@@ -217,11 +242,14 @@ class Store(ABC):
     @abstractmethod
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
 
-    def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
-        """:class:`RankRow` of each id found (backends read just those columns)."""
+    def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
+        """:class:`RankRow` of each id found (backends read just those columns); with
+        ``vectors``, with its stored vector (``RankRow.vector``)."""
+        stored = self.vectors(ids) if vectors else {}
         return {
             r.id: RankRow(r.session_id, r.updated_at, r.kind, r.type, r.reinforcement,
-                          r.recall_count, r.path_hint)
+                          r.recall_count, r.path_hint, r.namespace, r.created_at,
+                          stored.get(r.id))
             for r in self.get_many(ids).values()
         }  # fmt: skip
 
@@ -247,46 +275,39 @@ class Store(ABC):
     def count(self, flt: MemoryFilter) -> int: ...
 
     def session_lines(
-        self, ids: Sequence[str], flt: MemoryFilter, reach: timedelta
-    ) -> list[list[tuple[str, datetime]]]:
-        """The rows around ``ids`` in their sessions, one line a session: for each
-        namespace and session (a ``session_id`` that is not empty) of the memories of
-        ``ids`` that pass ``flt``, ``(id, created_at)`` of rows of that namespace
-        and session that pass ``flt``, in ``(created_at, id)`` order: every one
-        created within ``reach`` of one of those memories, and maybe others.
+        self, points: Sequence[SessionPoint], flt: MemoryFilter, reach: timedelta
+    ) -> list[SessionLine]:
+        """The rows around ``points`` in their sessions, one line a session: for each
+        namespace and session of ``points`` (``session_id`` not empty), the
+        ``(id, created_at)`` of rows of that namespace and session that pass
+        ``flt``, in ``(created_at, id)`` order: every one created within ``reach`` of
+        one of its points, and maybe others.
 
         The search's conversation context (``retrieval.context``) finds each
         candidate's previous and next memory in these lines. Backends read ids and
         times along an index on (namespace, session_id, created_at, id); this
-        default reads each session's rows between its memories, and ``reach``
-        around them, with :meth:`list_memories`."""
-        wanted = set(ids)
-        groups: dict[tuple[str, str], list[datetime]] = {}
-        for rec in self.get_many(ids).values():
-            if rec.session_id and rec.created_at is not None:
-                groups.setdefault((rec.namespace, rec.session_id), []).append(rec.created_at)
-        lines: list[list[tuple[str, datetime]]] = []
-        for (namespace, session), times in groups.items():
-            if flt.namespaces is not None and namespace not in flt.namespaces:
+        default reads the windows (:func:`session_windows`) with
+        :meth:`list_memories`."""
+        lines: dict[tuple[str, str], list[tuple[datetime, str]]] = {}
+        for namespace, session, lo, hi in session_windows(points, reach):
+            if not session or (flt.namespaces is not None and namespace not in flt.namespaces):
                 continue
-            lo = gap_bounds(min(times), reach)[0]
-            hi = gap_bounds(max(times), reach + _TICK)[1]  # created_before: before, not at
-            if flt.created_after is not None:
-                lo = flt.created_after if lo is None else max(lo, flt.created_after)
+            after = lo if flt.created_after is None else max(lo, flt.created_after)
+            before = hi + _TICK if hi < datetime.max.replace(tzinfo=UTC) else None
             if flt.created_before is not None:
-                hi = flt.created_before if hi is None else min(hi, flt.created_before)
-            window = replace(flt, namespaces=[namespace], created_after=lo, created_before=hi)
-            rows: list[MemoryRecord] = []
+                before = flt.created_before if before is None else min(before, flt.created_before)
+            window = replace(flt, namespaces=[namespace], created_after=after,
+                             created_before=before)  # fmt: skip
+            line = lines.setdefault((namespace, session), [])
+            offset = 0
             while True:
-                page = self.list_memories(window, limit=_PAGE, offset=len(rows), newest_first=False)
-                rows += page
+                page = self.list_memories(window, limit=_PAGE, offset=offset, newest_first=False)
+                line += [(r.created_at, r.id) for r in page
+                         if r.session_id == session and r.created_at is not None]  # fmt: skip
+                offset += len(page)
                 if len(page) < _PAGE:
                     break
-            line = sorted((r.created_at, r.id) for r in rows
-                          if r.session_id == session and r.created_at is not None)  # fmt: skip
-            if wanted.intersection(i for _, i in line):  # one of ids passes flt
-                lines.append([(i, t) for t, i in line])
-        return lines
+        return [[(i, t) for t, i in sorted(line)] for line in lines.values() if line]
 
     @abstractmethod
     def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:

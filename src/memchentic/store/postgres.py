@@ -172,12 +172,15 @@ class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresC
         )
         return {r.id: r for r in map(row_to_record, rows)}
 
-    def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
+    def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
         if not ids:
             return {}
+        select = f"SELECT m.id, {RANK_COLUMNS} FROM memories m"
+        if vectors:
+            select = (f"SELECT m.id, {RANK_COLUMNS}, v.embedding FROM memories m "
+                      "LEFT JOIN memory_vectors v ON v.key = m.key")  # fmt: skip
         rows = self._rows(
-            f"SELECT m.id, {RANK_COLUMNS} FROM memories m WHERE m.id = ANY(%s)",
-            (list(dict.fromkeys(ids)),),
+            f"{select} WHERE m.id = ANY(%s)", (list(dict.fromkeys(ids)),), binary=vectors
         )
         found: dict[str, RankRow] = {}
         keep_rank_rows(rows, 1, found)

@@ -9,39 +9,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..record import Edge, Event, Turn
-from .base import MemoryFilter
+from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
 from .postgres_connect import PgConnections
 from .postgres_rows import EDGE_COLUMNS, jsonb, row_to_edge, utc, where
-
-#: The rows around memories in their sessions (``session_lines``): each anchor's
-#: window (its time +- ``%s`` microseconds: an interval of neither days nor months,
-#: whatever the time zone), overlapping windows of a session joined (``island``
-#: counts the windows that start after every earlier one ended), and the rows of
-#: each joined window read along ``ix_memories_session``. (``OFFSET 0``: the
-#: anchors are found by id, not by a walk of their namespace's session index.)
-_LINES = """
-WITH a AS (
-    SELECT a.namespace, a.session_id, a.created_at - {reach} AS lo, a.created_at + {reach} AS hi
-    FROM (SELECT * FROM memories WHERE id = ANY(%s) OFFSET 0) a
-    WHERE a.session_id <> '' AND {anchor}
-), s AS (
-    SELECT *, CASE WHEN lo <= max(hi) OVER (PARTITION BY namespace, session_id ORDER BY lo, hi
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) THEN 0 ELSE 1 END AS starts FROM a
-), g AS (
-    SELECT *, sum(starts) OVER (PARTITION BY namespace, session_id ORDER BY lo, hi
-        ROWS UNBOUNDED PRECEDING) AS island FROM s
-), w AS (
-    SELECT namespace, session_id, min(lo) AS lo, max(hi) AS hi FROM g
-    GROUP BY namespace, session_id, island
-)
-SELECT m.namespace, m.session_id, m.id, m.created_at FROM w JOIN memories m
-    ON m.namespace = w.namespace AND m.session_id = w.session_id AND m.session_id <> ''
-    AND m.created_at >= w.lo AND m.created_at <= w.hi
-WHERE {cond} ORDER BY m.namespace, m.session_id, m.created_at, m.id
-"""
-#: The longest reach the SQL is given: PostgreSQL keeps no time before 4713 BC (and
-#: a memory is created in year 1 or later), so that a time minus it stays in range.
-_LONGEST_REACH = timedelta(days=4000 * 365)
 
 
 class PostgresExtras(PgConnections):
@@ -62,15 +32,25 @@ class PostgresExtras(PgConnections):
         return [(mid, sorted(set(names))) for mid, names in rows]
 
     def session_lines(
-        self, ids: Sequence[str], flt: MemoryFilter, reach: timedelta
-    ) -> list[list[tuple[str, datetime]]]:
-        if not ids:
+        self, points: Sequence[SessionPoint], flt: MemoryFilter, reach: timedelta
+    ) -> list[SessionLine]:
+        windows = [w for w in session_windows(points, reach) if w[1]]
+        if not windows:
             return []
         cond, params = where(flt)
-        anchor, anchor_params = where(flt, "a")
-        micros = min(reach, _LONGEST_REACH) // timedelta(microseconds=1)
-        sql = _LINES.format(reach="%s * interval '1 microsecond'", anchor=anchor, cond=cond)
-        rows = self._rows(sql, (micros, micros, list(dict.fromkeys(ids)), *anchor_params, *params))
+        # LATERAL with its own order: each window is read along the index, not
+        # the namespace's rows hashed, whatever the planner guesses they number.
+        rows = self._rows(
+            "SELECT w.namespace, w.session_id, x.id, x.created_at "
+            "FROM unnest(%s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[]) "
+            "AS w(namespace, session_id, lo, hi) CROSS JOIN LATERAL ("
+            "SELECT m.id, m.created_at FROM memories m "
+            "WHERE m.namespace = w.namespace AND m.session_id = w.session_id "
+            "AND m.session_id <> '' AND m.created_at >= w.lo AND m.created_at <= w.hi "
+            f"AND {cond} ORDER BY m.created_at, m.id) x",
+            (*(list(column) for column in zip(*windows, strict=True)), *params),
+        )
+        rows.sort(key=lambda row: (row[0], row[1], row[3], row[2]))  # ids: "C" order
         return [
             [(memory_id, utc(created)) for _, _, memory_id, created in line]  # type: ignore[misc]
             for _, line in itertools.groupby(rows, key=lambda row: (row[0], row[1]))

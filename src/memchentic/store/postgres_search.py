@@ -58,7 +58,8 @@ STATE_TTL_S = 1.0
 _STEM_CACHE_MAX = 100_000
 #: The columns of a :class:`RankRow`, in its order (read with the candidates).
 RANK_COLUMNS = (
-    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint"
+    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint, "
+    "m.namespace, m.created_at"
 )
 
 
@@ -69,14 +70,15 @@ def keep_rank_rows(
     RANK_COLUMNS, then maybe the stored vector, or with ``distance`` its cosine
     distance from the query (NULL: not known)."""
     for row in found:
-        session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
-        last = row[at + 7] if len(row) > at + 7 else None
+        session, updated, kind, type_, reinforcement, recalls, path, namespace, created = row[
+            at : at + 9
+        ]
+        last = row[at + 9] if len(row) > at + 9 else None
         vector, cosine = last, None
         if distance:
             vector, cosine = None, None if last is None else cosine_of(float(last))
-        rows[row[0]] = RankRow(
-            session, utc(updated), kind, type_, reinforcement, recalls, path, vector, cosine
-        )
+        rows[row[0]] = RankRow(session, utc(updated), kind, type_, reinforcement, recalls, path,
+                               namespace, utc(created), vector, cosine)  # fmt: skip
 
 
 def cosine_of(distance: float) -> float:

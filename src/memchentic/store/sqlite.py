@@ -56,17 +56,22 @@ from .vectors import VectorIndex
 
 #: The columns of a :class:`RankRow`, in its order.
 _RANK_COLUMNS = (
-    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint"
+    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint, "
+    "m.namespace, m.created_at"
 )
+_RANK_WIDTH = 9
 
 
 def _rank_row(row: Sequence[Any], at: int) -> RankRow:
     """The RankRow in ``row`` from column ``at`` on (_RANK_COLUMNS, then maybe a
     vector blob)."""
-    session, updated, kind, type_, reinforcement, recalls, path = row[at : at + 7]
-    blob = row[at + 7] if len(row) > at + 7 else None
+    session, updated, kind, type_, reinforcement, recalls, path, namespace, created = row[
+        at : at + _RANK_WIDTH
+    ]
+    blob = row[at + _RANK_WIDTH] if len(row) > at + _RANK_WIDTH else None
     vector = np.frombuffer(blob, dtype=np.float32) if blob is not None else None
-    return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path, vector)
+    return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path,
+                   namespace, from_text(created), vector)  # fmt: skip
 
 
 #: A bulk insert of at least this many memories writes their keyword rows with one
@@ -423,9 +428,12 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
         records = map(row_to_record, self._by_ids(f"SELECT {SELECT_COLUMNS} FROM memories m", ids))
         return {record.id: record for record in records}
 
-    def rank_rows(self, ids: Sequence[str]) -> dict[str, RankRow]:
-        rows = self._by_ids(f"SELECT m.id, {_RANK_COLUMNS} FROM memories m", ids)
-        return {row[0]: _rank_row(row, 1) for row in rows}
+    def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
+        select = f"SELECT m.id, {_RANK_COLUMNS} FROM memories m"
+        if vectors:
+            select = (f"SELECT m.id, {_RANK_COLUMNS}, v.embedding FROM memories m "
+                      "LEFT JOIN vectors v ON v.rowid = m.rowid")  # fmt: skip
+        return {row[0]: _rank_row(row, 1) for row in self._by_ids(select, ids)}
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._by_ids(
@@ -779,7 +787,7 @@ class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, St
             ).fetchall()
             if rows is not None:
                 for row in found:
-                    rows[row[0]] = _rank_row((*row[:9], row[10]), 2)
+                    rows[row[0]] = _rank_row((*row[: 2 + _RANK_WIDTH], row[-1]), 2)
             return [(row[0], -float(row[1])) for row in found]
         # Most rows pass: rank inside FTS5 and look up only the best rows.
         fetch = k + max(16, k // 4)

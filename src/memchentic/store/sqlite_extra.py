@@ -5,37 +5,20 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..clock import from_text, to_text
 from ..record import Edge, Event, Turn
-from .base import MemoryFilter, gap_bounds
+from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
 from .sqlite_rows import row_to_edge, where
 
 #: ``json.dumps(payload, ensure_ascii=False, default=str)``, one encoder for all.
 _payload_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
-#: Ids a statement names (SQLite caps the parameters of one).
+#: Windows a statement names (SQLite caps the parameters of one).
 _CHUNK = 500
-#: Bounds of a time window with no end (text order: before and after every time).
-_EARLIEST, _LATEST = "0000", "9999~"
-
-
-def _windows(
-    times: list[str], reach: timedelta
-) -> Iterator[tuple[datetime | None, datetime | None]]:
-    """The times within ``reach`` of one of ``times`` (text, in order), as closed
-    intervals that do not overlap (so no row is read twice); None: no bound."""
-    first = last = datetime.fromisoformat(times[0])
-    for text in times[1:]:
-        when = datetime.fromisoformat(text)
-        if when - last > 2 * reach:
-            yield gap_bounds(first, reach)[0], gap_bounds(last, reach)[1]
-            first = when
-        last = when
-    yield gap_bounds(first, reach)[0], gap_bounds(last, reach)[1]
 
 
 class SQLiteExtras:
@@ -60,27 +43,14 @@ class SQLiteExtras:
         return [(mid, sorted(set(names.split("\x1f")))) for mid, names in rows]
 
     def session_lines(
-        self, ids: Sequence[str], flt: MemoryFilter, reach: timedelta
-    ) -> list[list[tuple[str, datetime]]]:
+        self, points: Sequence[SessionPoint], flt: MemoryFilter, reach: timedelta
+    ) -> list[SessionLine]:
         cond, params = where(flt)
-        unique = list(dict.fromkeys(ids))
-        times: dict[tuple[str, str], list[str]] = {}
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            for namespace, session, created in self.conn.execute(
-                "SELECT m.namespace, m.session_id, m.created_at FROM memories m "
-                f"WHERE m.id IN ({', '.join('?' * len(chunk))}) AND m.session_id <> '' "
-                f"AND {cond}",
-                (*chunk, *params),
-            ).fetchall():
-                times.setdefault((namespace, session), []).append(created)
-        # Times are text that sorts in time order (clock.to_text), so windows in
-        # text are exact.
-        windows = [
-            (*key, to_text(lo) or _EARLIEST, to_text(hi) or _LATEST)
-            for key, found in times.items()
-            for lo, hi in _windows(sorted(found), reach)
-        ]  # fmt: skip
+        # Times are text that sorts in time order (clock.to_text): windows in text
+        # are exact.
+        windows = [(namespace, session, to_text(lo), to_text(hi))
+                   for namespace, session, lo, hi in session_windows(points, reach)
+                   if session]  # fmt: skip
         rows: list[Any] = []
         for start in range(0, len(windows), _CHUNK):
             part = windows[start : start + _CHUNK]

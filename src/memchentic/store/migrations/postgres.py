@@ -270,10 +270,12 @@ def m006_invitations(conn: Any) -> None:
 def m007_session_order(conn: Any) -> None:
     """Each session's memories in (created_at, id) order, for the search's
     conversation context: a candidate's previous and next memory are a step along
-    it (``Store.session_lines``; issue 22, item 4). Only rows with a session."""
+    it (``Store.session_lines``; issue 22, item 4). Only rows with a session; with
+    ``expires_at``, which every search filters on, so a search whose filter is a
+    namespace and the expiry can read the index alone."""
     conn.execute(
         "CREATE INDEX ix_memories_session ON memories (namespace, session_id, created_at, id) "
-        "WHERE session_id <> ''"
+        "INCLUDE (expires_at) WHERE session_id <> ''"
     )
 
 

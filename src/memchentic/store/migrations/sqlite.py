@@ -254,10 +254,12 @@ def m005_invitations(conn: sqlite3.Connection) -> None:
 def m006_session_order(conn: sqlite3.Connection) -> None:
     """Each session's memories in (created_at, id) order, for the search's
     conversation context: a candidate's previous and next memory are a step along
-    it (``Store.session_lines``; issue 22, item 4). Only rows with a session."""
+    it (``Store.session_lines``; issue 22, item 4). Only rows with a session; with
+    ``expires_at``, which every search filters on, so a search whose filter is a
+    namespace and the expiry reads the index alone."""
     conn.execute(
-        "CREATE INDEX ix_memories_session ON memories(namespace, session_id, created_at, id) "
-        "WHERE session_id <> ''"
+        "CREATE INDEX ix_memories_session "
+        "ON memories(namespace, session_id, created_at, id, expires_at) WHERE session_id <> ''"
     )
 
 
