@@ -384,13 +384,13 @@ def format_report(report: Mapping[str, Any]) -> str:
     lines.append(_row("n", [str(ns[c]["n"]) for c in cats] + [str(report["questions"])]))
     if report.get("ablations"):
         lines += ["", "ablations (each changes one setting from the defaults)"]
-        lines.append(_row("variant", [*METRICS, "Δ r@10"], width=34))
+        lines.append(_row("variant", [*METRICS, "Δ r@10"], width=42))
         ref = systems.get("memchentic", {}).get("overall", {}).get("recall@10", 0.0)
         for name, s in report["ablations"].items():
             o = s["overall"]
             lines.append(
                 _row(name, [f"{o[m]:.3f}" for m in METRICS] + [f"{o['recall@10'] - ref:+.3f}"],
-                     width=34)
+                     width=42)
             )  # fmt: skip
     return "\n".join(lines)
 
