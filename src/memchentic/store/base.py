@@ -71,8 +71,9 @@ class MemoryFilter:
 
 
 class RankRow(NamedTuple):
-    """The columns a ranking bound needs (see ``retrieval.pipeline``), read for
-    every candidate before the few whole records that can rank are loaded."""
+    """The columns a ranking bound and conversation context need (see
+    ``retrieval.pipeline``), read for every candidate before the few whole records
+    that can rank are loaded."""
 
     session_id: str | None
     updated_at: datetime | None

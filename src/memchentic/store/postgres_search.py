@@ -61,6 +61,7 @@ RANK_COLUMNS = (
     "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint, "
     "m.namespace, m.created_at"
 )
+RANK_WIDTH = 9
 
 
 def keep_rank_rows(
@@ -71,9 +72,9 @@ def keep_rank_rows(
     distance from the query (NULL: not known)."""
     for row in found:
         session, updated, kind, type_, reinforcement, recalls, path, namespace, created = row[
-            at : at + 9
+            at : at + RANK_WIDTH
         ]
-        last = row[at + 9] if len(row) > at + 9 else None
+        last = row[at + RANK_WIDTH] if len(row) > at + RANK_WIDTH else None
         vector, cosine = last, None
         if distance:
             vector, cosine = None, None if last is None else cosine_of(float(last))
