@@ -298,6 +298,63 @@ def test_a_neighbour_the_caller_cannot_see_changes_no_score(make_mem):
     assert _answer(before) == _answer(after)
 
 
+def test_a_store_of_the_schema_before_gets_the_session_index_when_opened(stores, make_mem):
+    """The session index comes with a migration (SQLite 6, PostgreSQL 7): a store
+    written before it is indexed on its next open, and searches with context."""
+    from memchentic.store.migrations.postgres import MIGRATIONS as PG
+    from memchentic.store.migrations.sqlite import MIGRATIONS as SQLITE
+
+    migrations = SQLITE if stores.backend == "sqlite" else PG
+    number = next(n for n, step in enumerate(migrations, start=1)
+                  if step.__name__.endswith("_session_order"))  # fmt: skip
+    mem = make_mem("older")
+    ids = _conversation_of_three(mem)
+    run = _runner(stores, "older")
+    mem.close()
+    run("DROP INDEX ix_memories_session")
+    run(f"DELETE FROM schema_migrations WHERE version = {number}")
+    assert run("SELECT count(*) FROM schema_migrations")[0][0] == len(migrations) - 1
+    again = make_mem("older")
+    assert again.store.schema_version() == len(migrations)
+    hits = again.search("where is the harbour", user_id="u", now=NOW, include_trace=True)
+    answer = next(h for h in hits if h.memory.id == ids[1])
+    assert answer.trace["keyword_context"] > answer.trace["keyword_score"]  # its question
+
+
+def _conversation_of_three(mem: Memory) -> list[str]:
+    lines = ["Tim: where is the harbour?", "Ann: past the old lighthouse", "Tim: thanks"]
+    return [
+        mem.add(line, session_id="s", user_id="u", type="episodic", permanent=True,
+                created_at=T0 + timedelta(minutes=i)).id
+        for i, line in enumerate(lines)
+    ]  # fmt: skip
+
+
+def _runner(stores, name: str):
+    """A function that runs one SQL statement on the store ``name`` (its rows)."""
+    location = stores.location(name)
+    if stores.backend == "sqlite":
+        import sqlite3
+        from contextlib import closing
+
+        def run_sqlite(sql: str):
+            with closing(sqlite3.connect(location)) as conn, conn:
+                return conn.execute(sql).fetchall()
+
+        return run_sqlite
+    import psycopg
+
+    schema = location.rsplit("schema=", 1)[1]
+
+    def run_postgres(sql: str):
+        with psycopg.connect(stores.postgres_url, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{schema}"')
+            cur = conn.execute(sql)
+            return cur.fetchall() if cur.description else []
+
+    return run_postgres
+
+
 _score = st.floats(-1.0, 40.0, allow_nan=False)
 
 
