@@ -219,12 +219,20 @@ def open_location(url: str) -> PgLocation:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         path = sql.SQL(", ").join(sql.Identifier(n) for n in dict.fromkeys([schema, ext_schema]))
         conn.execute(sql.SQL("SET search_path TO {}").format(path))
-        _check_is_store(conn, schema, display)
-        migrate(conn, lock_key(APP_ID, schema, "migrate"), display)
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('app', %s) ON CONFLICT (key) DO NOTHING",
-            (APP_ID,),
-        )
+        # Under the migration lock: a process migrating a new store at this moment
+        # has created schema_migrations but not yet meta, which would look like a
+        # schema of other tables (advisory locks nest within one session).
+        key = lock_key(APP_ID, schema, "migrate")
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            _check_is_store(conn, schema, display)
+            migrate(conn, key, display)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('app', %s) ON CONFLICT (key) DO NOTHING",
+                (APP_ID,),
+            )
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         info = TypeInfo.fetch(conn, "vector")
         assert info is not None
     major, minor = (int(x) for x in ext_version.split(".")[:2])
