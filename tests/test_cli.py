@@ -477,3 +477,27 @@ def test_console_script_uses_memchentic_home(tmp_path: Path) -> None:
     assert missing.returncode == 1
     assert missing.stderr.startswith("error: memory not found: 01NOPE")
     assert "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize(("given", "workers_get"), [(None, "1"), ("3", "3")])
+def test_serve_gives_each_worker_one_embedder_thread_unless_told(
+    db: Path, monkeypatch: pytest.MonkeyPatch, given: str | None, workers_get: str
+) -> None:
+    """A server embeds for concurrent requests, each on its own thread: torch's
+    default (a thread per core each) makes them contend (docs/server.md)."""
+    pytest.importorskip("uvicorn")
+    import uvicorn
+
+    from memchentic.server.app import SERVE_CONSOLE_ENV, SERVE_MCP_ENV
+
+    for key in ("MEMCHENTIC_LOCAL_EMBEDDER_THREADS", "MEMCHENTIC_STORE_URL",
+                "MEMCHENTIC_EMBEDDER", SERVE_MCP_ENV, SERVE_CONSOLE_ENV):  # fmt: skip
+        monkeypatch.setenv(key, "")  # serve sets them: undone after the test
+        monkeypatch.delenv(key)
+    if given is not None:
+        monkeypatch.setenv("MEMCHENTIC_LOCAL_EMBEDDER_THREADS", given)
+    seen: dict[str, str | None] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: seen.update(
+        threads=os.environ.get("MEMCHENTIC_LOCAL_EMBEDDER_THREADS"), workers=str(k["workers"])))
+    ok(cli(db, "serve", "--workers", "2"))
+    assert seen == {"threads": workers_get, "workers": "2"}

@@ -402,6 +402,37 @@ def test_local_model_is_shared(local: LocalEmbedder) -> None:
 
 
 @needs_local
+def test_local_threads_come_from_the_setting_and_do_not_change_vectors() -> None:
+    """LOCAL_EMBEDDER_THREADS sets torch's intra-op threads (process-wide, so in a
+    child process); 0 leaves torch's default. The vectors are the same either way."""
+    code = (
+        "import json, torch; from memchentic.embed import get_embedder; "
+        "from memchentic.settings import load_settings; default = torch.get_num_threads(); "
+        "e = get_embedder('local', load_settings()); "
+        "print(json.dumps([default, torch.get_num_threads(), e.embed('a b c').tolist()]))"
+    )
+    runs = {}
+    for value in ("0", "1"):
+        env = {**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1",
+               "MEMCHENTIC_LOCAL_EMBEDDER_THREADS": value}  # fmt: skip
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        runs[value] = json.loads(out.stdout.strip().splitlines()[-1])
+    default, unchanged, vector = runs["0"]
+    assert unchanged == default
+    _, one, same = runs["1"]
+    assert one == 1
+    np.testing.assert_allclose(same, vector, atol=1e-5)
+
+
+@needs_local
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True, "2"])
+def test_local_bad_threads_is_validation_error(threads: Any) -> None:
+    with pytest.raises(ValidationError, match="threads"):
+        LocalEmbedder(threads=threads)
+
+
+@needs_local
 def test_local_bad_path_is_embedder_error(tmp_path: Path) -> None:
     with pytest.raises(EmbedderError):
         LocalEmbedder(model_path=tmp_path / "no-such-model")

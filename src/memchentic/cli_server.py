@@ -76,6 +76,11 @@ def serve(
         embedder_name = mem.embedder.name
     os.environ["MEMCHENTIC_STORE_URL"] = location
     os.environ["MEMCHENTIC_EMBEDDER"] = embedder_name
+    if not _settings().local_embedder_threads:
+        # A server embeds for many requests at once, each on its own thread: one
+        # intra-op thread per request keeps them from contending for the cores
+        # (docs/server.md, "Embedder threads").
+        os.environ["MEMCHENTIC_LOCAL_EMBEDDER_THREADS"] = "1"
     os.environ[SERVE_MCP_ENV] = "0" if no_mcp else "1"
     os.environ[SERVE_CONSOLE_ENV] = "0" if no_console else "1"
     err = _err()

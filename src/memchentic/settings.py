@@ -97,6 +97,13 @@ class Settings(BaseSettings):
         ge=-1,
         le=1,
     )
+    local_embedder_threads: int = _env(
+        "LOCAL_EMBEDDER_THREADS",
+        0,
+        "Intra-op threads of the local model (torch, process-wide); 0 = torch's default "
+        "(one per core); memchentic serve uses 1 unless given.",
+        ge=0,
+    )
     hash_embedding_dimension: int = _env(
         "HASH_EMBEDDING_DIMENSION", 384, "Vector size of the hashing embedder.", ge=8
     )

@@ -70,7 +70,7 @@ def _hash_factory(settings: Settings) -> Embedder:
 
 
 def _local_factory(settings: Settings) -> Embedder:
-    return LocalEmbedder()
+    return LocalEmbedder(threads=settings.local_embedder_threads or None)
 
 
 def _openai_factory(settings: Settings) -> Embedder:

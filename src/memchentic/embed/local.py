@@ -104,6 +104,19 @@ def _load_model(path: str, device: str) -> Any:
             tlog.set_tqdm_hook(previous_hook)
 
 
+def set_threads(threads: int) -> None:
+    """Set torch's intra-op threads (process-wide: every model in the process).
+
+    torch's default is one thread per core. Under CPU contention (other workers,
+    other processes) those threads wait for each other at every operation and a
+    query embedding gets many times slower (``bench/embed_threads.py``); one
+    thread per process degrades gracefully."""
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 def _shared_model(path: str, device: str) -> Any:
     """The process-wide model for (path, device), loaded on first use."""
     key = (path, device)
@@ -124,6 +137,8 @@ class LocalEmbedder(Embedder):
     ``model_path`` points at another sentence-transformers model folder; its
     ``model`` identity is then that path (so a store never mixes two models
     under one name). ``device`` is a torch device such as ``"cpu"`` or ``"cuda"``.
+    ``threads`` sets torch's intra-op threads for the whole process
+    (:func:`set_threads`); None leaves them as they are.
     """
 
     name = "local"
@@ -133,9 +148,14 @@ class LocalEmbedder(Embedder):
         model_path: str | os.PathLike[str] | None = None,
         device: str = "cpu",
         batch_size: int = 64,
+        threads: int | None = None,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError("batch_size", "must be a positive integer")
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise ValidationError("threads", "must be a positive integer or None")
         if model_path is None:
             path = _bundled_model_path()
             self.model = DEFAULT_LOCAL_MODEL
@@ -146,6 +166,8 @@ class LocalEmbedder(Embedder):
         self.device = device
         self.batch_size = batch_size
         self._model = _shared_model(self.model_path, device)
+        if threads is not None:
+            set_threads(threads)
         dimension = _embedding_dimension(self._model)
         if dimension is None:  # fall back to embedding something
             dimension = int(self._encode(["dimension probe"]).shape[1])
