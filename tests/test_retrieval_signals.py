@@ -168,3 +168,13 @@ def test_relative_dates_look_back_and_are_never_empty(now, phrase):
     assert spans
     end_of_today = datetime(now.year, now.month, now.day, tzinfo=UTC) + timedelta(days=1)
     assert all(start < end <= end_of_today for start, end in spans)
+
+
+def test_a_relative_phrase_outside_the_calendar_names_no_date():
+    """``now`` comes from the caller: at the calendar's ends a phrase names nothing
+    rather than failing the search."""
+    assert cues.query_dates("999 years ago", datetime(1, 1, 5, tzinfo=UTC)) == []
+    assert cues.query_dates("today, or last year", datetime(9999, 12, 31, tzinfo=UTC)) == []
+    # One phrase off the calendar leaves the others.
+    spans = cues.query_dates("999 years ago or yesterday", datetime(1, 1, 5, tzinfo=UTC))
+    assert spans == [(datetime(1, 1, 4, tzinfo=UTC), datetime(1, 1, 5, tzinfo=UTC))]

@@ -207,39 +207,79 @@ def relative_dates(text: str, now: datetime) -> list[tuple[datetime, datetime]]:
     - ``"last Saturday"``: the latest such day before today, and the day after
       (what happened on a day is often told the next).
 
-    Every interval ends by the end of today: the phrases look back, never ahead."""
-    now = now.astimezone(UTC)
-    today = _unit_start(now, "day")
-    end = today + _DAY_S
+    Every interval ends by the end of today: the phrases look back, never ahead.
+    A phrase whose interval falls outside the calendar (``now`` in year 1, "999
+    years ago") names none."""
     spans: list[tuple[datetime, datetime]] = []
-    if _TODAY.search(text):
-        spans.append((today, end))
+    for find in _FINDERS:
+        try:
+            spans += find(text, now.astimezone(UTC))
+        except (OverflowError, ValueError):
+            continue
+    return spans
+
+
+Span = tuple[datetime, datetime]
+
+
+def _today(text: str, now: datetime) -> list[Span]:
+    today = _unit_start(now, "day")
+    return [(today, today + _DAY_S)] if _TODAY.search(text) else []
+
+
+def _yesterday(text: str, now: datetime) -> list[Span]:
+    today = _unit_start(now, "day")
+    spans = []
     for m in _YESTERDAY.finditer(text):
         back = 2 if m.group(0).lower().startswith("the") else 1
         spans.append((today - back * _DAY_S, today - (back - 1) * _DAY_S))
+    return spans
+
+
+def _ago(text: str, now: datetime) -> list[Span]:
+    today = _unit_start(now, "day")
+    spans = []
     for m in _AGO.finditer(text):
         length, slack = _UNITS[m.group("unit").lower()]
         low, high = _count(m.group("count"))
         latest = today - low * length + slack + _DAY_S
-        spans.append((today - high * length - slack, min(end, latest)))
+        spans.append((today - high * length - slack, min(today + _DAY_S, latest)))
+    return spans
+
+
+def _past(text: str, now: datetime) -> list[Span]:
+    today = _unit_start(now, "day")
+    spans = []
     for m in _PAST.finditer(text):
         length, _ = _UNITS[m.group("unit").lower()]
         _, high = _count(m.group("count"))
-        spans.append((today - high * length, end))
+        spans.append((today - high * length, today + _DAY_S))
     for m in _PAST_ONE.finditer(text):
         unit = m.group("unit").lower()
-        length, _ = _UNITS[unit]
-        start = today - length
+        start = today - _UNITS[unit][0]
         if m.group(0).lower().startswith("last") and unit != "day":  # the previous calendar unit
             start = min(start, _unit_start(_unit_start(now, unit) - _DAY_S, unit))
-        spans.append((start, end))
-    for m in _THIS.finditer(text):
-        spans.append((_unit_start(now, m.group("unit").lower()), end))
+        spans.append((start, today + _DAY_S))
+    return spans
+
+
+def _this(text: str, now: datetime) -> list[Span]:
+    end = _unit_start(now, "day") + _DAY_S
+    return [(_unit_start(now, m.group("unit").lower()), end) for m in _THIS.finditer(text)]
+
+
+def _weekday(text: str, now: datetime) -> list[Span]:
+    today = _unit_start(now, "day")
+    spans = []
     for m in _WEEKDAY.finditer(text):
         back = (today.weekday() - _WEEKDAYS.index(m.group("day").lower())) % 7 or 7
         day = today - back * _DAY_S
-        spans.append((day, min(end, day + 2 * _DAY_S)))
+        spans.append((day, min(today + _DAY_S, day + 2 * _DAY_S)))
     return spans
+
+
+#: Each kind of relative phrase, in the order their spans are listed.
+_FINDERS = (_today, _yesterday, _ago, _past, _this, _weekday)
 
 
 def in_any(when: datetime | None, spans: Iterable[tuple[datetime, datetime]]) -> bool:
