@@ -110,6 +110,23 @@ def test_search_returns_scores_and_the_trace(live: Live):
     assert plain and "trace" not in plain[0] or plain[0]["trace"] is None
 
 
+def test_search_takes_the_conversation_profile(live: Live):
+    """A transcript line's "Name: " prefix names its speaker only under the
+    conversation profile (the default reads who said it from metadata)."""
+    alice = live.http("alice")
+    _add(alice, "Ravi: I moved the standup to ten o'clock")
+
+    def speaker(**extra: str) -> float:
+        hits = alice.post("/v1/search", json={"query": "when did Ravi move the standup",
+                                              "include_trace": True, **extra}).json()  # fmt: skip
+        return hits[0]["trace"]["speaker"]
+
+    assert speaker() == 1.0
+    assert speaker(profile="conversation") == 1.25
+    bad = alice.post("/v1/search", json={"query": "standup", "profile": "transcript"})
+    assert bad.status_code == 422 and "profile" in bad.text
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
