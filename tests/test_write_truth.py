@@ -376,3 +376,26 @@ def test_consolidation_folds_no_update_no_negation_and_no_turn(make_mem: Any) ->
     ]
     live = {r.id for r in mem.list()}
     assert {keep[1], keep[2], turn} <= live
+
+
+def test_every_path_that_embeds_a_memory_embeds_the_same_text(
+    make_mem: Callable[..., Memory], tmp_path: Path
+) -> None:
+    """Writes embed a text's NFKC form without invisible characters (issue 21);
+    a revision, an import without vectors and a reindex must embed it alike, or
+    two forms of one text drift apart after any of them."""
+    from memchentic.io import export_jsonl, import_jsonl
+
+    odd = "Deploys on Fri\u200bday from the \ufb01le server"  # zero-width space, "ﬁ"
+    mem = make_mem()
+    first = mem.add(odd, user_id="u", title="Rel\u200beases").id
+    other = mem.add("placeholder", user_id="u").id
+    mem.revise(other, content=odd, title="Rel\u200beases")
+    written = mem.store.vectors([first, other])
+    assert written[first].tobytes() == written[other].tobytes()
+    export_jsonl(mem, tmp_path / "out.jsonl", vectors=False)
+    again = make_mem("copy")
+    import_jsonl(again, tmp_path / "out.jsonl")
+    assert again.store.vectors([first])[first].tobytes() == written[first].tobytes()
+    mem.reindex()
+    assert mem.store.vectors([first])[first].tobytes() == written[first].tobytes()

@@ -25,6 +25,7 @@ from .errors import MemchenticError, ValidationError
 from .record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
 from .store.base import MemoryFilter
 from .write.secrets import effective_policy, police_record, police_value
+from .write.statements import memory_embedding_text
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -195,7 +196,10 @@ def _parse_line(number: int, text: str, mem: Memory, policy: str) -> tuple[str, 
 
 
 def import_jsonl(
-    mem: Memory, source: str | Path | IO[str], *, strict: bool = False,
+    mem: Memory,
+    source: str | Path | IO[str],
+    *,
+    strict: bool = False,
     secrets: str | None = None,
 ) -> ImportReport:
     """Import an export. Bad lines are reported with their numbers and skipped; with
@@ -237,8 +241,7 @@ def import_jsonl(
                 report.skipped += 1
                 continue
             if vector is None:
-                text = f"{record.title}\n{record.content}" if record.title else record.content
-                vector = mem.embedder.embed(text)
+                vector = mem.embedder.embed(memory_embedding_text(record.title, record.content))
             superseded_by, record.superseded_by = record.superseded_by, None
             store.insert(record, vector)
             record.superseded_by = superseded_by

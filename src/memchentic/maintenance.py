@@ -77,6 +77,7 @@ def reindex(
     """Re-embed every memory with ``embedder`` (default: the memory's own) and record
     the new model in the store. Returns how many memories were re-embedded."""
     from .store.base import MemoryFilter
+    from .write.statements import memory_embedding_text
 
     target = embedder or mem.embedder
     everything = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
@@ -98,8 +99,7 @@ def reindex(
     # One transaction: other processes never see vectors of two models side by side.
     with mem.store.write():
         for record in list(mem.store.iter_memories(everything)):
-            text = f"{record.title}\n{record.content}" if record.title else record.content
-            batch.append((record.id, text))
+            batch.append((record.id, memory_embedding_text(record.title, record.content)))
             if len(batch) >= batch_size:
                 flush()
         flush()

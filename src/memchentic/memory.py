@@ -60,7 +60,7 @@ from .write.polarity import PolarityClassifier, RulePolarity
 from .write.resolve import WriteContext, diff, record_version, resolve_many
 from .write.resolvers import Resolver, default_resolver
 from .write.secrets import RECORD_FIELDS, apply_policy, effective_policy, kinds_of, police_record
-from .write.statements import embedding_text
+from .write.statements import embedding_text, memory_embedding_text
 
 
 @dataclass(slots=True)
@@ -303,8 +303,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
                 for prep, ctx in zip(prepared, contexts, strict=True) if prep.refusal is None
             ]))  # fmt: skip
             results = [
-                prep.refusal if prep.refusal is not None else next(resolved)
-                for prep in prepared
+                prep.refusal if prep.refusal is not None else next(resolved) for prep in prepared
             ]
         pending: list[tuple[str, str, str, dict[str, object]]] = []
         for prep, ctx, result in zip(prepared, contexts, results, strict=True):
@@ -403,9 +402,8 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         record.polarity = self.polarity.polarity(record.content)
         if given is None:
             record.entities = self._entities(record)
-        body = f"{record.title}\n{record.content}" if record.title else record.content
-        embed_text = embedding_text(body)  # Unicode forms and invisible characters alike
-        return _Prepared(record, embed_text)
+        # Unicode forms and invisible characters embed alike
+        return _Prepared(record, memory_embedding_text(record.title, record.content))
 
     def _write_namespace(
         self, namespace: str | None, user_id: str | None, agent_id: str | None
@@ -476,8 +474,7 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
                 new.polarity = self.polarity.polarity(new.content)
                 if "entities" not in changes:
                     new.entities = self._entities(new)
-                text = f"{new.title}\n{new.content}" if new.title else new.content
-                vector = self.embedder.embed(embedding_text(text))
+                vector = self.embedder.embed(memory_embedding_text(new.title, new.content))
             self.store.update(new, vector)
             ctx = self._ctx(now)
             record_version(ctx, new.namespace, new.id, "revise", diff(old, new))
@@ -684,7 +681,12 @@ class Memory(GraphMixin, ContextMixin, SessionMixin, LearnMixin, MaintainMixin):
         if flt.namespaces == []:
             return []
         req = pipeline.SearchRequest(
-            text, self.embedder.embed(embedding_text(text)), flt, count, chosen, when,
+            text,
+            self.embedder.embed(embedding_text(text)),
+            flt,
+            count,
+            chosen,
+            when,
             flt.path_hint,
         )
         ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)

@@ -103,6 +103,12 @@ def embedding_text(text: str) -> str:
     return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
 
 
+def memory_embedding_text(title: str | None, content: str) -> str:
+    """What a memory's vector embeds, on every path that embeds one (writes,
+    imports, reindex): its title and content, as :func:`embedding_text`."""
+    return embedding_text(f"{title}\n{content}" if title else content)
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     text: str  # as written (normalised), for proper-name detection
