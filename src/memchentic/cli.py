@@ -379,7 +379,9 @@ def search(
     ] = None,
     profile: Annotated[
         str | None,
-        typer.Option("--profile", help="rrf, cosine_decay or hybrid (default: settings)."),
+        typer.Option(
+            "--profile", help="rrf, conversation, cosine_decay or hybrid (default: settings)."
+        ),
     ] = None,
     type_: TypesOpt = None,
     tag: TagsOpt = None,
