@@ -34,7 +34,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "episodic recency 365 days": {"search_episodic_recency_days": 365.0},
     "candidate floor off (FLOOR=1)": {"search_candidate_floor": 1},
     "usage off (USAGE_WEIGHT=0)": {"memory_usage_score_weight": 0.0},
-    "all off (the ranking before issue 18)": {
+    "all off (the ranking before issue 8)": {
         "search_role_persons": False,
         "search_relative_dates": False,
         "search_context_weight": 0.0,
