@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from memchentic import Settings
+
 from . import cache, ingest
 
 #: Ablations both harnesses run (``--ablations``): each switches one rule of the
@@ -45,6 +47,17 @@ ABLATIONS: dict[str, dict[str, Any]] = {
         "search_candidate_floor": 1,
     },
 }
+
+
+def variants(
+    base: Settings, ablations: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, Settings]:
+    """The settings each system asks with: ``memchentic`` (the defaults, ``base``)
+    and each ablation's overrides on top of them."""
+    out = {"memchentic": base}
+    for name, overrides in (ablations or {}).items():
+        out[name] = base.model_copy(update=dict(overrides))
+    return out
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, ranked_what: str) -> None:

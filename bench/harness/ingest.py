@@ -16,9 +16,11 @@ within the process, see ``memchentic.ids``).
 from __future__ import annotations
 
 import itertools
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from memchentic import Embedder, Memory
@@ -78,3 +80,13 @@ def ingest(mem: Memory, entries: Sequence[Entry], *, user_id: str, mode: str = "
     if wrong:
         raise RuntimeError(f"{len(wrong)} of {len(results)} turns not added: {wrong[0]}")
     return [str(r.id) for r in results]
+
+
+def copy_store(src: Path, dst_dir: Path) -> Path:
+    """The SQLite store at ``src`` (its database and WAL files) copied into
+    ``dst_dir``: each system or ablation asks on a fresh copy, so none sees
+    another's recalls."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for f in src.parent.glob(src.name + "*"):
+        shutil.copy2(f, dst_dir / f.name)
+    return dst_dir / src.name

@@ -49,7 +49,7 @@ from memchentic.settings import load_settings
 from . import baselines as bl
 from . import cli
 from .cache import DEFAULT_PATH, DiskCachedEmbedder
-from .ingest import Entry, stamp, warm
+from .ingest import Entry, copy_store, stamp, warm
 from .ingest import ingest as log_turns
 
 KS = (1, 5, 10, 20)
@@ -195,13 +195,6 @@ def _ingest(
     return {i: t.dia_id for i, t in zip(ids, conv.turns, strict=True)}
 
 
-def _copy_store(src: Path, dst_dir: Path) -> Path:
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    for f in src.parent.glob(src.name + "*"):
-        shutil.copy2(f, dst_dir / f.name)
-    return dst_dir / src.name
-
-
 def _search_run(
     conv: Conversation,
     snapshot: Path,
@@ -212,7 +205,7 @@ def _search_run(
     profile: str | None,
     run: Run,
 ) -> None:
-    path = _copy_store(snapshot, work)
+    path = copy_store(snapshot, work)
     with Memory(path=path, embedder=embedder, settings=settings) as mem:
         user = f"conv-{conv.id}"
         for q in conv.questions:
@@ -281,9 +274,7 @@ def run_benchmark(
     if max_questions is not None:
         for c in convs:
             c.questions = c.questions[:max_questions]
-    variants: dict[str, Settings] = {"memchentic": base}
-    for name, overrides in (ablations or {}).items():
-        variants[name] = base.model_copy(update=dict(overrides))
+    variants = cli.variants(base, ablations)
     runs: dict[str, Run] = {}
     ingest_s = 0.0
     if workdir is not None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,7 +47,7 @@ from memchentic.write.statements import embedding_text
 from . import baselines as bl
 from . import cli
 from .cache import DEFAULT_PATH, DiskCachedEmbedder
-from .ingest import Entry, stamp, warm
+from .ingest import Entry, copy_store, stamp, warm
 from .ingest import ingest as log_turns
 
 TURN_KS = (1, 5, 10, 20)
@@ -236,7 +235,7 @@ def _ask(
         stored = mem.store.vectors(ids) if baselines else {}
     key_of = dict(zip(ids, q.keys, strict=True))
     for name, settings in variants.items():
-        copy = _copy_store(path, path.parent / name.replace("/", "_"))
+        copy = copy_store(path, path.parent / name.replace("/", "_"))
         with Memory(path=copy, embedder=emb, settings=settings) as mem:
             start = time.perf_counter()
             hits = mem.search(q.question, user_id="u", limit=LIMIT, now=q.date, profile=profile)
@@ -254,14 +253,6 @@ def _ask(
         took = time.perf_counter() - start + (build if name.startswith("bm25") else 0.0)
         runs.setdefault(name, Run()).record(q, [q.keys[i] for i in order], took)
     return ingest_s
-
-
-def _copy_store(src: Path, dst_dir: Path) -> Path:
-    """The store at ``src`` (its database and WAL files) copied into ``dst_dir``."""
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    for f in src.parent.glob(src.name + "*"):
-        shutil.copy2(f, dst_dir / f.name)
-    return dst_dir / src.name
 
 
 def run_benchmark(
@@ -290,9 +281,7 @@ def run_benchmark(
     inner = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, base)
     emb = DiskCachedEmbedder(inner, cache)
     questions, left_out = load(data, types=types, max_questions=max_questions)
-    variants: dict[str, Settings] = {"memchentic": base}
-    for name, overrides in (ablations or {}).items():
-        variants[name] = base.model_copy(update=dict(overrides))
+    variants = cli.variants(base, ablations)
     runs: dict[str, Run] = {}
     ingest_s = 0.0
     if workdir is not None:
