@@ -23,8 +23,8 @@ from .memory import Memory
 
 if TYPE_CHECKING:
     from .context.model import Context
-    from .maintain import MaintenanceReport
     from .record import Event, MemoryRecord, SearchHit, Turn, WriteResult
+    from .reports import MaintenanceReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from .access import parse_namespace
 from .clock import as_utc, to_text, utcnow
 from .errors import MemchenticError, ValidationError
 from .record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
+from .reports import ImportReport
 from .store.base import MemoryFilter
 from .write.secrets import effective_policy, police_record, police_value
 from .write.statements import memory_embedding_text
@@ -38,24 +39,6 @@ _TIME_FIELDS = ("created_at", "updated_at", "valid_from", "valid_to", "expires_a
 #: Optional text fields of a record and their length limits (0: the default).
 _TEXT_LIMITS = {"title": 0, "path_hint": 0, "repo": 0, "slot_key": 256, "user_id": 256,
                 "agent_id": 256, "session_id": 256, "superseded_by": 256}  # fmt: skip
-
-
-@dataclass
-class ImportReport:
-    memories: int = 0
-    edges: int = 0
-    versions: int = 0
-    skipped: int = 0
-    errors: list[tuple[int, str]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "memories": self.memories,
-            "edges": self.edges,
-            "versions": self.versions,
-            "skipped": self.skipped,
-            "errors": [{"line": n, "error": e} for n, e in self.errors],
-        }
 
 
 def _lines(mem: Memory, *, vectors: bool) -> Iterator[dict[str, Any]]:

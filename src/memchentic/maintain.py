@@ -13,39 +13,16 @@ would happen and changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .clock import days
 from .context.sections import session_summary_slot
 from .mixins import as_memory
+from .reports import MaintenanceReport
 
 if TYPE_CHECKING:
     from .memory import Memory
-
-
-@dataclass(slots=True)
-class MaintenanceReport:
-    """What ``maintain()`` did (or, with ``dry_run``, would do)."""
-
-    dry_run: bool
-    gc: dict[str, Any]
-    #: The consolidation report; None when this Memory has no ``consolidate``.
-    consolidation: dict[str, Any] | None = None
-    #: One entry per session considered: session id, namespace, status, summary id.
-    summaries: list[dict[str, Any]] = field(default_factory=list)
-    #: Events deleted; None when not pruned (dry run, identity, or retention 0).
-    events_pruned: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "gc": self.gc,
-            "consolidation": self.consolidation,
-            "summaries": list(self.summaries),
-            "events_pruned": self.events_pruned,
-        }
 
 
 class MaintainMixin:

@@ -13,10 +13,10 @@ answer and cites nothing (no chat call is made).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..record import MemoryRecord, SearchHit
+from ..reports import Answer, Passage
 
 if TYPE_CHECKING:
     from ..llm import ChatClient
@@ -32,32 +32,6 @@ NO_ANSWER = "I cannot answer that from memory: nothing stored matches the questi
 
 #: Most passages one answer cites.
 MAX_PASSAGES = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Passage:
-    citation: int
-    memory: MemoryRecord
-    score: float
-    via: str  # "search" or "edge:<kind>" / "entity:<name>" (one hop)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"citation": self.citation, "id": self.memory.id, "text": self.memory.content,
-                "score": self.score, "via": self.via}  # fmt: skip
-
-
-@dataclass(slots=True)
-class Answer:
-    question: str
-    passages: list[Passage] = field(default_factory=list)
-    answer: str | None = None
-    #: False when no memory is evidence for the question (then ``answer`` says so).
-    answerable: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "answer": self.answer,
-                "answerable": self.answerable,
-                "passages": [p.to_dict() for p in self.passages]}  # fmt: skip
 
 
 def is_evidence(hit: SearchHit, min_similarity: float) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from ..errors import NotFoundError, ValidationError
 from ..ids import new_id
 from ..lifetime import decayed_confidence
 from ..record import EDGE_KINDS, Edge, MemoryRecord, SearchHit
+from ..reports import Answer, ConsolidationReport, Neighbour
 from ..store.base import MemoryFilter
 from ..write.secrets import police_value
 from . import supersession
@@ -27,37 +28,9 @@ if TYPE_CHECKING:
     from ..llm import ChatClient
     from ..settings import Settings
     from ..store.base import Store
-    from .ask import Answer
 
 #: Deepest neighbourhood ``neighbors`` explores.
 MAX_DEPTH = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Neighbour:
-    """A memory reached from another: how far, and through what."""
-
-    memory: MemoryRecord
-    depth: int
-    via: str  # "edge:<kind>" or "entity:<name>"
-    from_id: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.memory.id, "depth": self.depth, "via": self.via,
-                "from": self.from_id, "memory": self.memory.to_dict()}  # fmt: skip
-
-
-@dataclass(slots=True)
-class ConsolidationReport:
-    dry_run: bool
-    clusters: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def merged(self) -> int:
-        return sum(len(c["merged"]) for c in self.clusters)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "clusters": self.clusters, "merged": self.merged}
 
 
 class GraphMixin:
