@@ -96,7 +96,7 @@ _QUESTION = (
 # --- corpus -------------------------------------------------------------------------------
 def _vocabulary(rng: np.random.Generator, size: int) -> list[str]:
     """Distinct pronounceable pseudo-words of 4+ letters (never stopwords)."""
-    from memchentic.retrieval.text import STOPWORDS
+    from memchentic.text import STOPWORDS
 
     words: dict[str, None] = {}
     while len(words) < size:

@@ -24,8 +24,8 @@ from memchentic import (  # noqa: E402
     ValidationError,
     WriteResult,
 )
-from memchentic.access.model import Membership  # noqa: E402
 from memchentic.errors import AuthError, ServerError  # noqa: E402
+from memchentic.identity import Membership  # noqa: E402
 
 from .live_server import Live, live_server  # noqa: E402
 

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 from memchentic import Memory
 from memchentic.cli import app
 from memchentic.errors import MemchenticError, ValidationError
-from memchentic.retrieval.text import fts_phrase, query_words
 from memchentic.store.base import MemoryFilter
+from memchentic.text import fts_phrase, query_words
 
 LONG = os.environ.get("MEMCHENTIC_LONG_TESTS") == "1"
 EVERYTHING = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)

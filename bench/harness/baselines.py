@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from memchentic.retrieval.text import STOPWORDS
+from memchentic.text import STOPWORDS
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .access.model import Invitation
 from .cli import EmbedderOpt, JsonOpt, StoreOpt, _echo_json, _memory, _out, _table
+from .identity import Invitation
 
 identity_app = typer.Typer(help="Users and agents.", no_args_is_help=True)
 group_app = typer.Typer(

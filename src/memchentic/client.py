@@ -23,12 +23,12 @@ from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from . import wire
-from .access.model import Grant, Identity, Invitation, Membership, Team
 from .clock import as_utc
 from .context.model import Context
 from .errors import ValidationError
-from .graph.mixin import Neighbour
+from .identity import Grant, Identity, Invitation, Membership, Team
 from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
+from .reports import Neighbour
 
 if TYPE_CHECKING:
     import httpx

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ..clock import to_text
+from .clock import to_text
 
 IdentityKind = Literal["user", "agent"]
 TeamKind = Literal["group", "org"]

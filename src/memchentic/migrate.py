@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .access.model import TEAM_KINDS
 from .errors import EmbedderMismatchError
+from .identity import TEAM_KINDS
 from .record import Event, Turn
 from .store.base import MemoryFilter, Store
 

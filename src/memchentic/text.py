@@ -1,7 +1,11 @@
-"""Words of a query as every keyword backend sees them: plain words, never syntax."""
+"""Text as every layer sees it: the words of a query as every keyword backend sees
+them (plain words, never syntax), a path as a folder prefix, and the keyword
+weight of a word (IDF). The store and retrieval both build on these, so they
+live below both."""
 
 from __future__ import annotations
 
+import math
 import re
 
 #: English stopwords (the usual short list): dropped from keyword queries unless
@@ -183,3 +187,13 @@ def query_words(text: str, *, max_words: int = MAX_QUERY_WORDS) -> list[str]:
 def fts_phrase(word: str) -> str:
     """A word as an FTS5 string literal: quoted, so nothing in it is syntax."""
     return '"' + word.replace('"', '""') + '"'
+
+
+def idf(doc_freq: int, doc_count: int) -> float:
+    """BM25-style inverse document frequency, always > 0."""
+    return math.log(1.0 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def folder(path: str) -> str:
+    """``path`` as a folder prefix: with one trailing ``/`` (``""`` stays ``""``)."""
+    return path if not path or path.endswith("/") else path + "/"

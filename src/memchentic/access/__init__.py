@@ -1,13 +1,14 @@
 """Access: every read and write of the engine asks this package first.
 
 ``policy`` decides (DESIGN section 2), ``directory`` manages identities, groups,
-orgs and grants, ``namespaces`` parses names, ``model`` holds the records.
+orgs and grants, ``namespaces`` parses names; the records themselves live in
+:mod:`memchentic.identity`, below the store.
 Nothing outside this package decides who may see what.
 """
 
 from __future__ import annotations
 
-from .model import Grant, Identity, Membership, Team
+from ..identity import Grant, Identity, Membership, Team
 from .namespaces import Namespace, check_identifier, parse_namespace, read_scope, scope_namespace
 from .policy import CHARTER_TYPE, TRUSTED, AccessPolicy, Principal, Scope
 

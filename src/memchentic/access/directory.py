@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from .. import validation as check
 from ..clock import utcnow
 from ..errors import ValidationError
+from ..identity import IDENTITY_KINDS, ROLES, Grant, Identity, Invitation, Membership, Team
 from ..ids import new_id
-from .model import IDENTITY_KINDS, ROLES, Grant, Identity, Invitation, Membership, Team
 from .namespaces import check_identifier, parse_namespace
 from .policy import AccessPolicy, Principal
 

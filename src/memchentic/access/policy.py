@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ValidationError
-from .model import Identity
+from ..identity import Identity
 from .namespaces import parse_namespace
 
 if TYPE_CHECKING:

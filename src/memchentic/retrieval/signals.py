@@ -8,6 +8,28 @@ from collections.abc import Iterable
 
 import numpy as np
 
+# ``idf`` and ``folder`` live in the low layer (the store uses them too); they stay
+# importable here because the pipeline and its tests read them as signals.
+from ..text import folder, idf
+
+__all__ = [
+    "boost_factor",
+    "confidence_factor",
+    "decay",
+    "folder",
+    "freshness",
+    "horizon",
+    "idf",
+    "keyword_coverage",
+    "match",
+    "path_factor",
+    "paths_match",
+    "rrf",
+    "usage",
+    "with_context",
+    "with_context_many",
+]
+
 
 def rrf(rank: int | None, k: float) -> float:
     """Reciprocal rank fusion term ``1 / (k + rank)`` (ranks start at 1; None = absent)."""
@@ -53,16 +75,6 @@ def keyword_coverage(doc_terms: set[str], query_idf: dict[str, float]) -> float:
     if total <= 0:
         return 0.0
     return sum(idf for term, idf in query_idf.items() if term in doc_terms) / total
-
-
-def idf(doc_freq: int, doc_count: int) -> float:
-    """BM25-style inverse document frequency, always > 0."""
-    return math.log(1.0 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
-
-
-def folder(path: str) -> str:
-    """``path`` as a folder prefix: with one trailing ``/`` (``""`` stays ``""``)."""
-    return path if not path or path.endswith("/") else path + "/"
 
 
 def paths_match(memory_path: str | None, query_path: str | None) -> bool:

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from ..access.model import Invitation
+from ..identity import Invitation
 from .deps import AdminDep, CallerDep
 from .errors import admin_required
 from .schemas import (

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..access.model import Grant, Identity, Invitation, Membership, Team
+from ..identity import Grant, Identity, Invitation, Membership, Team
 from ..lifetime import DecayScan
 from ..record import Edge, Event, MemoryRecord, Turn, Version
 

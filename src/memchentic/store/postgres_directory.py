@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..access.model import Grant, Identity, Invitation, Membership, Team
+from ..identity import Grant, Identity, Invitation, Membership, Team
 from .postgres_connect import PgConnections
 from .postgres_rows import utc
 

@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import ValidationError
 from ..record import Edge, MemoryRecord, Version
-from ..retrieval.signals import folder
+from ..text import folder
 from .base import MemoryFilter
 
 #: Columns in insert order (``key`` is assigned by PostgreSQL, ``tsv`` by the store).
@@ -51,7 +51,7 @@ def utc(value: datetime | None) -> datetime | None:
 
 def index_text(text: str | None) -> str:
     """Text as the keyword index reads it: the words the query side sees
-    (:func:`memchentic.retrieval.text.query_words` splits on the same ``\\w+``),
+    (:func:`memchentic.text.query_words` splits on the same ``\\w+``),
     so file names, e-mail addresses and combining marks tokenise alike on both
     sides instead of as the PostgreSQL parser's compound tokens."""
     return " ".join(_WORD.findall(text)) if text else ""

@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..retrieval.signals import idf
-from ..retrieval.text import query_words
+from ..text import idf, query_words
 from .base import MemoryFilter, Neighbour, RankRow
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where

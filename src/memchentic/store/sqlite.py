@@ -32,7 +32,7 @@ from ..clock import from_text, to_text
 from ..errors import NotAStoreError, StoreError
 from ..lifetime import DecayScan
 from ..record import Edge, MemoryRecord, Version
-from ..retrieval.text import fts_phrase, query_words
+from ..text import fts_phrase, query_words
 from .base import MemoryFilter, Neighbour, RankRow, Store, StoreStats
 from .migrations.sqlite import MIGRATIONS, TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ..access.model import Grant, Identity, Invitation, Membership, Team
 from ..clock import from_text, to_text
+from ..identity import Grant, Identity, Invitation, Membership, Team
 
 
 def _identity(row: tuple[Any, ...]) -> Identity:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..retrieval.text import fts_phrase, query_words
+from ..text import fts_phrase, query_words
 from .base import MemoryFilter
 from .sqlite_rows import where
 

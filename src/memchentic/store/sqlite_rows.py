@@ -9,7 +9,7 @@ from typing import Any
 
 from ..clock import from_text, to_text
 from ..record import Edge, MemoryRecord, Version
-from ..retrieval.signals import folder
+from ..text import folder
 from .base import MemoryFilter
 
 #: Columns in insert order (``rowid`` is assigned by SQLite).
