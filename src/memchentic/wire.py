@@ -1,7 +1,7 @@
 """The library's value types rebuilt from their JSON form (``to_dict``), as the HTTP
 API sends them; and the exception an error answer stands for. Used by
-:class:`~memchentic.client.Client` so a served memory returns the same objects
-(and raises the same errors) as an embedded one."""
+:class:`~memchentic.Client` and :class:`~memchentic.AsyncClient` so a served memory
+returns the same objects (and raises the same errors) as an embedded one."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from .errors import (
     ValidationError,
 )
 from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
+from .reports import Answer, ConsolidationReport, MaintenanceReport, Neighbour, Passage
 
 _RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
 _RECORD_TIMES = ("created_at", "updated_at", "valid_from", "valid_to", "expires_at",
@@ -91,6 +92,29 @@ def context(data: dict[str, Any]) -> Context:
         dropped=[item(i) for i in data.get("dropped") or []],
         budget_tokens=data.get("budget_tokens"), tokenizer=data.get("tokenizer", "estimate"),
         tokens=data.get("tokens", 0),
+    )  # fmt: skip
+
+
+def neighbour(data: dict[str, Any]) -> Neighbour:
+    return Neighbour(record(data["memory"]), data["depth"], data["via"], data["from"])
+
+
+def answer(data: dict[str, Any]) -> Answer:
+    """An answer with its passages; each passage carries its memory (the HTTP API adds
+    it to ``Answer.to_dict``, which names only the id and text)."""
+    passages = [Passage(p["citation"], record(p["memory"]), p["score"], p["via"])
+                for p in data.get("passages") or []]  # fmt: skip
+    return Answer(data["question"], passages, data.get("answer"), data.get("answerable", True))
+
+
+def consolidation_report(data: dict[str, Any]) -> ConsolidationReport:
+    return ConsolidationReport(data["dry_run"], list(data.get("clusters") or []))
+
+
+def maintenance_report(data: dict[str, Any]) -> MaintenanceReport:
+    return MaintenanceReport(
+        data["dry_run"], dict(data.get("gc") or {}), data.get("consolidation"),
+        list(data.get("summaries") or []), data.get("events_pruned"),
     )  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from .schemas import (
     SearchRequest,
     VersionOut,
     WriteOut,
+    answer_out,
     memory_out,
     options,
     write_out,
@@ -187,7 +188,7 @@ def stats(who: CallerDep, user_id: OptText = None, namespace: OptText = None) ->
 def ask(body: AskRequest, who: CallerDep) -> dict[str, Any]:
     """Cited passages for a question, and an answer when a chat model is configured."""
     fields = options(body)
-    return who.mem.ask(fields.pop("question"), **fields).to_dict()
+    return answer_out(who.mem.ask(fields.pop("question"), **fields))
 
 
 @router.post("/consolidate", summary="Fold near duplicates")

@@ -1,5 +1,6 @@
 """``/v1`` routes for prompt context and short-term memory (DESIGN section 7):
-``context``, sessions and their turns, session summaries, ``learn`` and ``manage``.
+``context``, sessions and their turns, working memory, session summaries, ``learn``
+and ``manage``.
 
 Session ids travel in the body or the query string, not the path: the default
 session of a caller (``default:<user>``) is chosen by the library when none is
@@ -16,11 +17,14 @@ from .schemas import (
     ContextRequest,
     LearnRequest,
     ManageRequest,
+    MemoryOut,
     SessionOut,
     SummarizeRequest,
     TurnOut,
     TurnRequest,
+    WorkingRequest,
     WriteOut,
+    memory_out,
     options,
     write_out,
 )
@@ -69,6 +73,31 @@ def list_sessions(
     """The sessions the caller can see with their number of turns, latest first."""
     found = who.mem.list_sessions(user_id=user_id, namespace=namespace)
     return [{"session_id": sid, "turns": count} for sid, count in found]
+
+
+@router.post("/working", response_model=WriteOut, summary="Remember for this session")
+def add_working(body: WorkingRequest, who: CallerDep) -> dict[str, Any]:
+    """Write a ``working`` memory of a session (default: the caller's
+    ``default:<user>`` session) in the caller's namespace or one it may write."""
+    fields = options(body)
+    return write_out(who.mem.add_working(fields.pop("content"), **fields))
+
+
+@router.get("/working", response_model=list[MemoryOut], summary="Working memory of a session")
+def working_memory(
+    who: CallerDep,
+    session_id: OptText = None,
+    user_id: OptText = None,
+    agent_id: OptText = None,
+    namespace: OptText = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000)] = None,
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` (default CONTEXT_SECTION_LIMIT) live working memories of a
+    session that the caller can read, oldest first."""
+    found = who.mem.working_memory(
+        session_id, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit
+    )
+    return [memory_out(r) for r in found]
 
 
 @router.post("/sessions/summarize", response_model=WriteOut, summary="Summarise a session")

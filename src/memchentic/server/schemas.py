@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..record import MemoryRecord, WriteResult
+from ..reports import Answer
 
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Time = Annotated[str, Field(max_length=64, description="ISO 8601 date or time")]
@@ -143,6 +144,25 @@ class TurnRequest(Scope):
     content: str
     session_id: Text | None = None
     metadata: Metadata | None = None
+
+
+class WorkingRequest(Scope):
+    """Something for one session only (type ``working``); a second write with the same
+    ``key`` in the session replaces the first. Expires after WORKING_MEMORY_TTL_DAYS
+    unless ``ttl_days`` or ``permanent`` say otherwise."""
+
+    content: str
+    session_id: Text | None = None
+    key: Text | None = None
+    title: str | None = None
+    tags: Names | None = None
+    metadata: Metadata | None = None
+    entities: Names | None = None
+    confidence: Unit | None = None
+    importance: Unit | None = None
+    ttl_days: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
+    permanent: bool | None = None
+    expires_at: Time | None = None
 
 
 class SummarizeRequest(Scope):
@@ -315,6 +335,15 @@ def write_out(result: WriteResult) -> dict[str, Any]:
     """A write result with the memory it produced (the library's ``to_dict`` leaves it out)."""
     out = result.to_dict()
     out["memory"] = result.memory.to_dict() if result.memory is not None else None
+    return out
+
+
+def answer_out(answer: Answer) -> dict[str, Any]:
+    """An answer whose passages also carry their memory (``Passage.to_dict`` names only
+    its id and text), so a client rebuilds the library's ``Passage``."""
+    out = answer.to_dict()
+    for passage, shown in zip(answer.passages, out["passages"], strict=True):
+        shown["memory"] = passage.memory.to_dict()
     return out
 
 
