@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .aio import AsyncMemory
-from .client import Client
+from .client import AsyncClient, Client
 from .context import Context
 from .embed import Embedder, HashEmbedder, get_embedder, register_embedder
 from .errors import (
@@ -29,6 +29,7 @@ from .settings import Settings
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncClient",
     "AsyncMemory",
     "AuthError",
     "Client",

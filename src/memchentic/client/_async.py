@@ -1,0 +1,323 @@
+"""``AsyncClient``: the HTTP API on ``httpx.AsyncClient``, with the method names and
+parameters of :class:`~memchentic.Client` (``await client.search(...)``); each
+method sends the call that :mod:`._core` builds and returns what it decodes."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+from ..context.model import Context
+from ..identity import Grant, Identity, Invitation, Membership, Team
+from ..record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
+from ..reports import Answer, ConsolidationReport, MaintenanceReport, Neighbour
+from . import _core as core
+from ._core import DEFAULT_TIMEOUT, BaseClient, Call
+
+if TYPE_CHECKING:
+    import httpx
+
+T = TypeVar("T")
+
+
+class AsyncClient(BaseClient):
+    """:class:`~memchentic.Client` for asyncio: the same methods, awaited.
+
+    :param url: the server, e.g. ``http://127.0.0.1:8077``.
+    :param api_key: a key from ``memchentic keys create`` (calls run as its identity).
+    :param timeout: seconds per request.
+    :param transport: an ``httpx`` async transport (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        import httpx  # here, so that ``import memchentic`` stays free of it
+
+        super().__init__(url, api_key, timeout)
+        self._http = httpx.AsyncClient(transport=transport, **self._options)
+
+    # --- plumbing: the only I/O ---------------------------------------------------------
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, call: Call[T]) -> T:
+        if call.local:
+            return call.decode(None)
+        return call.finish(await self._http.request(**call.request()))
+
+    async def _lines(self, call: Call[None], **options: Any) -> AsyncIterator[str]:
+        async with self._http.stream(**call.request(), **options) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                core.check(response)
+            async for line in response.aiter_lines():
+                yield line
+
+    # --- writes -------------------------------------------------------------------------
+    async def add(self, content: str, **options: Any) -> WriteResult:
+        """Remember one memory (options as for :meth:`Memory.add`)."""
+        return await self._send(core.add(content, **options))
+
+    remember = add
+
+    async def add_many(
+        self, items: Iterable[str | Mapping[str, Any]], **common: Any
+    ) -> builtins.list[WriteResult]:
+        """Remember several memories with one request (and one embedding batch)."""
+        return await self._send(core.add_many(items, **common))
+
+    async def revise(
+        self, memory_id: str, content: str | None = None, **changes: Any
+    ) -> WriteResult:
+        """Edit a memory; moves ``updated_at``."""
+        return await self._send(core.revise(memory_id, content, **changes))
+
+    async def improve(self, memory_id: str, **changes: Any) -> WriteResult:
+        """Adjust confidence, importance or validity without resetting the age."""
+        return await self._send(core.improve(memory_id, **changes))
+
+    async def delete(self, memory_id: str) -> WriteResult:
+        return await self._send(core.delete(memory_id))
+
+    forget = delete
+
+    async def pin(self, memory_id: str) -> WriteResult:
+        return await self._send(core.pin(memory_id))
+
+    async def unpin(self, memory_id: str) -> WriteResult:
+        return await self._send(core.unpin(memory_id))
+
+    async def manage(
+        self, operations: Sequence[Mapping[str, Any]], **scope: Any
+    ) -> builtins.list[WriteResult]:
+        """Apply ``add`` / ``revise`` / ``delete`` / ``none`` operations in order."""
+        return await self._send(core.manage(operations, **scope))
+
+    # --- reads --------------------------------------------------------------------------
+    async def search(self, query: str, **options: Any) -> builtins.list[SearchHit]:
+        """The memories that best answer ``query`` (options as for :meth:`Memory.search`)."""
+        return await self._send(core.search(query, **options))
+
+    async def recall(self, *, entity: str, **options: Any) -> builtins.list[SearchHit]:
+        return await self._send(core.recall(entity=entity, **options))
+
+    async def get(self, memory_id: str, *, touch: bool = True) -> MemoryRecord:
+        """Open one memory; ``NotFoundError`` also when the key may not see it."""
+        return await self._send(core.get(memory_id, touch=touch))
+
+    async def list(
+        self,
+        *,
+        type: str | Sequence[str] | None = None,  # noqa: A002 - the documented name
+        tags: Sequence[str] | None = None,
+        **filters: Any,
+    ) -> builtins.list[MemoryRecord]:
+        """Memories in scope, newest first (filters as for :meth:`Memory.list`)."""
+        return await self._send(core.list_memories(type=type, tags=tags, **filters))
+
+    async def history(self, memory_id: str) -> builtins.list[Version]:
+        return await self._send(core.history(memory_id))
+
+    # --- graph --------------------------------------------------------------------------
+    async def relate(
+        self,
+        source: str,
+        target: str,
+        kind: str,
+        strength: float = 1.0,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Edge:
+        return await self._send(core.relate(source, target, kind, strength, metadata=metadata))
+
+    async def delete_edge(self, edge_id: str) -> bool:
+        return await self._send(core.delete_edge(edge_id))
+
+    async def edges(self, memory_id: str, *, kind: str | None = None) -> builtins.list[Edge]:
+        return await self._send(core.edges(memory_id, kind=kind))
+
+    async def neighbors(
+        self, memory_id: str, depth: int = 1, *, limit: int = 50
+    ) -> builtins.list[Neighbour]:
+        return await self._send(core.neighbors(memory_id, depth, limit=limit))
+
+    async def entities(self, **options: Any) -> dict[str, Any]:
+        return await self._send(core.entities(**options))
+
+    async def ask(self, question: str, **options: Any) -> Answer:
+        """Cited passages, and an answer when the server has a chat model."""
+        return await self._send(core.ask(question, **options))
+
+    async def consolidate(self, **options: Any) -> ConsolidationReport:
+        return await self._send(core.consolidate(**options))
+
+    # --- sessions -----------------------------------------------------------------------
+    async def record_turn(self, role: str, content: str, **options: Any) -> Turn:
+        return await self._send(core.record_turn(role, content, **options))
+
+    async def add_message(self, message: Mapping[str, Any], **options: Any) -> Turn:
+        return await self._send(core.add_message(message, **options))
+
+    async def get_history(
+        self, session_id: str | None = None, limit: int = 50, **scope: Any
+    ) -> builtins.list[Turn]:
+        return await self._send(core.get_history(session_id, limit, **scope))
+
+    async def list_sessions(self, **scope: Any) -> builtins.list[tuple[str, int]]:
+        return await self._send(core.list_sessions(**scope))
+
+    async def summarize_session(self, session_id: str | None = None, **options: Any) -> WriteResult:
+        return await self._send(core.summarize_session(session_id, **options))
+
+    async def add_working(
+        self, content: str, *, session_id: str | None = None, key: str | None = None,
+        **options: Any,
+    ) -> WriteResult:  # fmt: skip
+        """Remember something for this session only; a second write of the same ``key``
+        replaces the first."""
+        call = core.add_working(content, session_id=session_id, key=key, **options)
+        return await self._send(call)
+
+    async def working_memory(
+        self, session_id: str | None = None, *, user_id: str | None = None,
+        agent_id: str | None = None, namespace: str | None = None, limit: int | None = None,
+    ) -> builtins.list[MemoryRecord]:  # fmt: skip
+        """The live working memories of a session that this key can read, oldest first."""
+        return await self._send(core.working_memory(session_id, user_id=user_id, agent_id=agent_id,
+                                              namespace=namespace, limit=limit))  # fmt: skip
+
+    # --- context and learning -----------------------------------------------------------
+    async def context(self, query: str | None = None, **options: Any) -> Context:
+        """A block of memory for a prompt; ``str(ctx)`` is the prompt text."""
+        return await self._send(core.context(query, **options))
+
+    build_context = context
+
+    async def learn(self, messages: Any, **options: Any) -> builtins.list[WriteResult]:
+        return await self._send(core.learn(messages, **options))
+
+    # --- upkeep -------------------------------------------------------------------------
+    async def stats(self, **options: Any) -> dict[str, Any]:
+        return await self._send(core.stats(**options))
+
+    async def gc(self, *, dry_run: bool = False) -> dict[str, Any]:
+        return await self._send(core.gc(dry_run=dry_run))
+
+    async def maintain(self, *, dry_run: bool = False) -> MaintenanceReport:
+        return await self._send(core.maintain(dry_run=dry_run))
+
+    async def export(self, target: str | Path | IO[str], *, vectors: bool = False) -> int:
+        """Write every memory this key can read as JSON Lines; returns the lines written.
+        (The file itself is written without waiting: lines arrive slower than they write.)"""
+        if isinstance(target, str | Path):
+            with open(target, "w", encoding="utf-8") as handle:  # noqa: ASYNC230
+                return await self.export(handle, vectors=vectors)
+        count = 0
+        async for line in self._lines(core.export(vectors=vectors)):
+            count += core.write_line(line, target)
+        return count
+
+    # --- events -------------------------------------------------------------------------
+    async def events(
+        self, *, since: str | None = None, types: Sequence[str] | None = None, limit: int = 100
+    ) -> builtins.list[Event]:
+        """Stored events after ``since`` that this key may see, oldest first."""
+        return await self._send(core.events(since=since, types=types, limit=limit))
+
+    async def stream_events(
+        self, *, since: str | None = None, types: Sequence[str] | None = None
+    ) -> AsyncIterator[Event]:
+        """Events as they happen (server-sent events), until the caller stops iterating
+        (``async for event in client.stream_events(...)``). ``since`` resumes after that
+        event id (``"0"``: the whole log first)."""
+        parser = core.EventLines()
+        async for line in self._lines(core.stream_events(since=since, types=types),
+                                      timeout=None):  # fmt: skip
+            event = parser.feed(line)
+            if event is not None:
+                yield event
+
+    # --- the key and the directory ------------------------------------------------------
+    async def me(self) -> dict[str, Any]:
+        """The key's record and the namespaces it can read."""
+        return await self._send(core.me())
+
+    @property
+    def directory(self) -> AsyncRemoteDirectory:
+        """Identities, groups, orgs and grants, as this key may manage them."""
+        return AsyncRemoteDirectory(self)
+
+
+class AsyncRemoteDirectory:
+    """The methods of :class:`~memchentic.access.directory.Directory`, over HTTP (awaited)."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._send = client._send
+
+    async def identities(self, kind: str | None = None) -> list[Identity]:
+        return await self._send(core.identities(kind))
+
+    async def create_identity(self, name: str, kind: str = "user") -> Identity:
+        return await self._send(core.create_identity(name, kind))
+
+    async def rename_identity(self, key: str, new_name: str) -> Identity:
+        return await self._send(core.rename_identity(key, new_name))
+
+    async def teams(self, kind: str) -> list[Team]:
+        return await self._send(core.teams(kind))
+
+    async def create_group(
+        self, name: str, *, admins: list[str] | None = None, members: list[str] | None = None
+    ) -> Team:
+        return await self._send(core.create_team("group", name, admins, members))
+
+    async def create_org(
+        self, name: str, *, admins: list[str] | None = None, members: list[str] | None = None
+    ) -> Team:
+        return await self._send(core.create_team("org", name, admins, members))
+
+    async def rename_team(self, team: str, new_name: str) -> Team:
+        return await self._send(core.rename_team(team, new_name))
+
+    async def members(self, team: str) -> list[Membership]:
+        return await self._send(core.members(team))
+
+    async def add_member(
+        self, team: str, identity: str, *, role: str = "member", active: bool = True
+    ) -> Membership | Invitation:
+        return await self._send(core.add_member(team, identity, role=role, active=active))
+
+    async def invitations(self) -> list[Invitation]:
+        return await self._send(core.invitations())
+
+    async def accept(self, team: str) -> Membership:
+        return await self._send(core.accept(team))
+
+    async def decline(self, team: str) -> bool:
+        return await self._send(core.decline(team))
+
+    async def remove_member(self, team: str, identity: str) -> bool:
+        return await self._send(core.remove_member(team, identity))
+
+    async def grant(self, namespace: str, grantee: str) -> Grant:
+        return await self._send(core.grant(namespace, grantee))
+
+    async def revoke(self, namespace: str, grantee: str) -> bool:
+        return await self._send(core.revoke(namespace, grantee))
+
+    async def grants(self, namespace: str | None = None) -> list[Grant]:
+        return await self._send(core.grants(namespace))
