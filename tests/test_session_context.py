@@ -299,7 +299,7 @@ def test_a_neighbour_the_caller_cannot_see_changes_no_score(make_mem):
 
 
 def test_a_store_of_the_schema_before_gets_the_session_index_when_opened(stores, make_mem):
-    """The session index comes with a migration (SQLite 6, PostgreSQL 7): a store
+    """The session index comes with a migration (7 on both backends): a store
     written before it is indexed on its next open, and searches with context."""
     from memchentic.store.migrations.postgres import MIGRATIONS as PG
     from memchentic.store.migrations.sqlite import MIGRATIONS as SQLITE

@@ -28,6 +28,7 @@ from memchentic import (
     StoreError,
 )
 from memchentic.backup import backup
+from memchentic.store.migrations import change
 from memchentic.store.migrations.postgres import MIGRATIONS as PG_MIGRATIONS
 from memchentic.store.migrations.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 
@@ -209,6 +210,63 @@ def test_a_store_with_a_newer_schema_is_refused_before_any_write(
     assert versions == list(range(1, known + 2))
     if path is not None:
         assert _digest(path) == before and _beside(path) == []
+
+
+#: The ``schema_migrations`` rows of a fully migrated store before issue 23 (item 3):
+#: SQLite had no step 4, and numbered its later steps one lower than PostgreSQL.
+OLD_ROWS = {
+    "sqlite": [
+        (1, "m001_initial"), (2, "m002_directory"), (3, "m003_events_and_turns"),
+        (4, "m004_negated_rows"), (5, "m005_invitations"), (6, "m006_session_order"),
+    ],
+    "postgres": [
+        (1, "m001_initial"), (2, "m002_directory"), (3, "m003_events_and_turns"),
+        (4, "m004_keyword_index_without_pending_list"), (5, "m005_negated_rows"),
+        (6, "m006_invitations"), (7, "m007_session_order"),
+    ],
+}  # fmt: skip
+
+
+def test_both_backends_number_each_migration_alike():
+    assert [f.__name__ for f in SQLITE_MIGRATIONS] == [f.__name__ for f in PG_MIGRATIONS]
+
+
+@pytest.mark.parametrize("last", ["invitations", "session_order"])
+def test_a_store_of_the_old_numbering_is_renumbered_and_runs_only_what_it_lacks(
+    stores: Stores, make_mem: Callable[..., Memory], last: str
+):
+    """A store migrated under the numbering before issue 23 opens: its rows take the
+    new numbers (keeping when they were applied), no step runs twice (re-creating
+    the invitations table would fail), and the steps it lacks run once."""
+    mem = make_mem("old")
+    mem.add("The heron fishes at the weir", session_id="s")
+    mem.close()
+    known, run = _schema_version(stores, "old")
+    old = OLD_ROWS[stores.backend]
+    old = old[: next(i for i, (_, name) in enumerate(old, start=1) if name.endswith(last))]
+    if last != "session_order":  # the store was written before the session index
+        run("DROP INDEX ix_memories_session")
+    run("DELETE FROM schema_migrations")
+    for version, name in old:
+        run(
+            "INSERT INTO schema_migrations (version, name, applied_at) "
+            f"VALUES ({version}, '{name}', '2024-01-01T00:00:00+00:00')"
+        )
+    again = make_mem("old")
+    assert again.store.schema_version() == known
+    assert [h.memory.content for h in again.search("heron")] == ["The heron fishes at the weir"]
+    again.close()
+    rows = run("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
+    assert [(v, n) for v, n, _ in rows] == [
+        (i, f.__name__) for i, f in enumerate(SQLITE_MIGRATIONS, start=1)
+    ]
+    kept = {n for _, n, at in rows if str(at).startswith("2024-01-01")}
+    assert {change(n) for n in kept} == {change(n) for _, n in old}
+    if stores.backend == "sqlite":
+        index = run("SELECT name FROM sqlite_master WHERE name = 'ix_memories_session'")
+    else:
+        index = run("SELECT to_regclass('ix_memories_session')::text")
+    assert index == [("ix_memories_session",)]
 
 
 # --- item 16: leftovers and the WAL -------------------------------------------------------

@@ -1,8 +1,22 @@
-"""Schema migrations, one ordered module per backend."""
+"""Schema migrations, one ordered module per backend, numbered alike: step N is
+the same change on SQLite and on PostgreSQL (a step one backend does not need is a
+no-op there), so one schema version means one schema on both.
+
+Each applied step is a row ``(version, name)`` of ``schema_migrations``. A store is
+matched to the steps by name, not only by number: before issue 23 the SQLite
+steps after the third were numbered one lower than PostgreSQL's (``m004_negated_rows``
+was PostgreSQL's ``m005_negated_rows``), and :func:`plan` renumbers such rows
+instead of running their steps again or skipping the one they stood in for.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
+
 from ...errors import SchemaTooNewError
+
+Step = TypeVar("Step", bound=Callable[..., None])
 
 
 def refuse_newer(version: int, known_version: int, where: str) -> None:
@@ -14,4 +28,59 @@ def refuse_newer(version: int, known_version: int, where: str) -> None:
             f"the store {where} has schema version {version}, newer than this memchentic "
             f"knows ({known_version}): it was written by a newer memchentic; upgrade "
             "memchentic to open it (the store was not changed)"
+        )
+
+
+def change(name: str) -> str:
+    """What a migration changes: its name without the number (``m005_negated_rows``
+    -> ``negated_rows``), the same whatever number it had."""
+    head, _, rest = name.partition("_")
+    return rest if head[:1] == "m" and head[1:].isdigit() and rest else name
+
+
+class Plan(NamedTuple):
+    """What :func:`plan` found: the applied rows to renumber, then the steps to run."""
+
+    #: ``(old version, new version, new name)`` of each row recorded under an old
+    #: number.
+    renames: list[tuple[int, int, str]]
+    #: ``(version, step)`` of each step not applied yet, in order.
+    missing: list[tuple[int, Any]]
+
+
+def plan(applied: Sequence[tuple[int, str]], steps: Sequence[Step], where: str) -> Plan:
+    """Match the ``(version, name)`` rows of ``schema_migrations`` to ``steps``
+    (step N is version N). A row whose change is a step under another number is
+    renumbered to it; a step whose change no row records is missing. A store whose
+    schema is newer than ``steps`` is refused first (nothing written). Rows this
+    code does not know keep their number (and count as applied)."""
+    refuse_newer(max((v for v, _ in applied), default=0), len(steps), where)
+    numbers = {change(step.__name__): n for n, step in enumerate(steps, start=1)}
+    renames = []
+    done = set()
+    for version, name in applied:
+        number = numbers.get(change(name), version)
+        if number != version:
+            renames.append((version, number, steps[number - 1].__name__))
+        done.add(number)
+    missing = [(n, step) for n, step in enumerate(steps, start=1) if n not in done]
+    return Plan(renames, missing)
+
+
+def renumber(
+    execute: Callable[[str, tuple[Any, ...]], Any],
+    renames: Sequence[tuple[int, int, str]],
+    mark: str,
+) -> None:
+    """Apply :attr:`Plan.renames` to ``schema_migrations`` (``mark`` is the dialect's
+    parameter marker). The rows first move to negative versions, so that two rows
+    never hold one version on the way (it is the primary key)."""
+    for old, _, _ in renames:
+        execute(
+            f"UPDATE schema_migrations SET version = {mark} WHERE version = {mark}", (-old, old)
+        )
+    for old, new, name in renames:
+        execute(
+            f"UPDATE schema_migrations SET version = {mark}, name = {mark} WHERE version = {mark}",
+            (new, name, -old),
         )

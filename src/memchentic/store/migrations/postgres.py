@@ -1,9 +1,9 @@
 """PostgreSQL schema migrations: ordered named functions, recorded in ``schema_migrations``.
 
-The first three steps are the SQLite migrations' three; later ones are this
-backend's own (so the schema versions of the two backends may differ). Add a
-migration by appending a function ``mNNN_name(conn)`` to ``MIGRATIONS``; never
-edit one that has shipped.
+Step N is the SQLite migrations' step N (a step one backend does not need is a
+no-op there, as ``m004`` is on SQLite), so a schema version means the same
+changes on both. Add a migration by appending a function ``mNNN_name(conn)`` to
+``MIGRATIONS`` and to ``sqlite.py``; never edit one that has shipped.
 
 :func:`migrate` runs under a session advisory lock keyed on the store's schema,
 so two processes opening the same store at once apply each step exactly once.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...clock import utcnow
-from . import refuse_newer
+from . import plan, renumber
 
 #: The text search configuration of the keyword index: the English snowball
 #: stemmer without a stopword list (stopwords stay searchable, as in SQLite).
@@ -296,18 +296,20 @@ def migrate(conn: Any, lock_key: int, where: str = "") -> int:
     ``schema_migrations``; a session advisory lock on ``lock_key`` keeps two
     processes from running the same step. Returns the schema version. A store whose
     schema is newer than these migrations is refused (``SchemaTooNewError``, ``where``
-    names it) before anything is applied."""
+    names it) before anything is applied; rows of steps recorded under another
+    number are renumbered first (:func:`~.plan`)."""
     conn.execute("SELECT pg_advisory_lock(%s)", (lock_key,))
     try:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             "version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)"
         )
-        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        refuse_newer(max(done, default=0), len(MIGRATIONS), where)
-        for number, step in enumerate(MIGRATIONS, start=1):
-            if number in done:
-                continue
+        applied = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+        steps = plan(applied, MIGRATIONS, where)
+        if steps.renames:
+            with conn.transaction():
+                renumber(conn.execute, steps.renames, "%s")
+        for number, step in steps.missing:
             with conn.transaction():
                 step(conn)
                 conn.execute(

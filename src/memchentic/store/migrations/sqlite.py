@@ -1,7 +1,8 @@
 """SQLite schema migrations: ordered named functions, recorded in ``schema_migrations``.
 
-Add a migration by appending a function ``mNNN_name(conn)`` to ``MIGRATIONS``;
-never edit one that has shipped.
+Add a migration by appending a function ``mNNN_name(conn)`` to ``MIGRATIONS``,
+with the number and name it has in ``postgres.py`` (a no-op on the backend that
+does not need it); never edit one that has shipped.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ...clock import to_text, utcnow
-from . import refuse_newer
+from . import plan, renumber
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -212,7 +213,14 @@ def m003_events_and_turns(conn: sqlite3.Connection) -> None:
     )
 
 
-def m004_negated_rows(conn: sqlite3.Connection) -> None:
+def m004_keyword_index_without_pending_list(conn: sqlite3.Connection) -> None:
+    """PostgreSQL's step 4 (its GIN keyword index's pending list). FTS5 has no such
+    list, so nothing changes here; the step is recorded so that a schema version
+    means the same changes on both backends. Before issue 23 this backend had no
+    step 4, and its later steps were numbered one lower (see ``migrations``)."""
+
+
+def m005_negated_rows(conn: sqlite3.Connection) -> None:
     """The rows whose polarity is not affirmative, found without a scan (each
     process keeps an index of their vectors for the bulk write check), and a
     change of polarity logged as a vector change so those indexes follow it.
@@ -231,7 +239,7 @@ def m004_negated_rows(conn: sqlite3.Connection) -> None:
     )
 
 
-def m005_invitations(conn: sqlite3.Connection) -> None:
+def m006_invitations(conn: sqlite3.Connection) -> None:
     """Pending team invitations: an identity joins a team another identity names
     only when it accepts (issue 20, item 2)."""
     run_script(
@@ -251,7 +259,7 @@ def m005_invitations(conn: sqlite3.Connection) -> None:
     )
 
 
-def m006_session_order(conn: sqlite3.Connection) -> None:
+def m007_session_order(conn: sqlite3.Connection) -> None:
     """Each session's memories in (created_at, id) order, for the search's
     conversation context: a candidate's previous and next memory are a step along
     it (``Store.session_lines``; issue 22, item 4). Only rows with a session; with
@@ -267,25 +275,26 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_directory,
     m003_events_and_turns,
-    m004_negated_rows,
-    m005_invitations,
-    m006_session_order,
+    m004_keyword_index_without_pending_list,
+    m005_negated_rows,
+    m006_invitations,
+    m007_session_order,
 ]
 
 
 def migrate(conn: sqlite3.Connection, where: str = "") -> int:
     """Apply the missing migrations; the caller holds a write transaction. A store
     whose schema is newer than these migrations is refused (``SchemaTooNewError``,
-    ``where`` names it) before anything is applied."""
+    ``where`` names it) before anything is applied; rows of steps recorded under
+    their numbers before issue 23 are renumbered first (:func:`~.plan`)."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
-    done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-    refuse_newer(max(done, default=0), len(MIGRATIONS), where)
-    for number, step in enumerate(MIGRATIONS, start=1):
-        if number in done:
-            continue
+    applied = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
+    steps = plan(applied, MIGRATIONS, where)
+    renumber(conn.execute, steps.renames, "?")
+    for number, step in steps.missing:
         step(conn)
         conn.execute(
             "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
