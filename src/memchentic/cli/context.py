@@ -1,9 +1,6 @@
-"""CLI for context, sessions, learning and upkeep: ``context``, ``pin``, ``unpin``,
-``learn``, ``maintain`` and the ``session`` group.
-
-Registered on the main app by ``cli.py``; every command opens the store, calls
-one :class:`~memchentic.Memory` method, prints the result (``--json`` for JSON).
-"""
+"""Context, sessions, learning and upkeep: ``context``, ``pin``, ``unpin``, ``learn``,
+``maintain`` and the ``session`` group; each calls one method of
+:class:`~memchentic.Memory`."""
 
 from __future__ import annotations
 
@@ -14,23 +11,10 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from .cli import (
-    AgentOpt,
-    EmbedderOpt,
-    JsonOpt,
-    MemoryIdArg,
-    NamespaceOpt,
-    StoreOpt,
-    UserOpt,
-    _echo_json,
-    _err,
-    _fail,
-    _memory,
-    _out,
-    _print_write,
-    _table,
-    _write_line,
-)
+from ..memory import Memory
+from .options import AgentOpt, EmbedderOpt, JsonOpt, NamespaceOpt, StoreOpt, UserOpt
+from .output import echo_json, err, fail, new_table, out, print_write, write_line
+from .runtime import memory, write_by_id
 
 session_app = typer.Typer(help="Sessions: turns, history, summaries.", no_args_is_help=True)
 
@@ -41,6 +25,7 @@ SessionOpt = Annotated[
 
 
 def context(
+    ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What the prompt is about ('' for none).")] = "",
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -60,47 +45,33 @@ def context(
 
     Example: memchentic context "plan my trip" --user sam --budget 500
     """
-    with _memory(store, embedder) as mem:
-        ctx = mem.context(query or None, user_id=user, agent_id=agent, session_id=session,
-                          namespace=namespace, budget_tokens=budget, limit=limit)  # fmt: skip
+    with memory(ctx, store, embedder) as mem:
+        block = mem.context(query or None, user_id=user, agent_id=agent, session_id=session,
+                            namespace=namespace, budget_tokens=budget, limit=limit)  # fmt: skip
     if as_json:
-        _echo_json(ctx.to_dict())
+        echo_json(block.to_dict())
         return
-    typer.echo(str(ctx))
-    note = f"{ctx.tokens} tokens ({ctx.tokenizer})"
-    if ctx.dropped:
-        note += f", {len(ctx.dropped)} items dropped to fit {ctx.budget_tokens}"
-    _err().print(Text(note, style="dim"))
+    typer.echo(str(block))
+    note = f"{block.tokens} tokens ({block.tokenizer})"
+    if block.dropped:
+        note += f", {len(block.dropped)} items dropped to fit {block.budget_tokens}"
+    err().print(Text(note, style="dim"))
 
 
-def pin(
-    memory_id: MemoryIdArg,
-    as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
-) -> None:
+pin = write_by_id(
+    Memory.pin,
     """Pin a memory: it goes in the stable part of every context.
 
     Example: memchentic pin 01J9Z3V6W7X8Y9Z0A1B2C3D4E5
-    """
-    with _memory(store, embedder) as mem:
-        result = mem.pin(memory_id)
-    _print_write(result, as_json)
-
-
-def unpin(
-    memory_id: MemoryIdArg,
-    as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
-) -> None:
+    """,
+)
+unpin = write_by_id(
+    Memory.unpin,
     """Unpin a memory.
 
     Example: memchentic unpin 01J9Z3V6W7X8Y9Z0A1B2C3D4E5
-    """
-    with _memory(store, embedder) as mem:
-        result = mem.unpin(memory_id)
-    _print_write(result, as_json)
+    """,
+)
 
 
 def _messages(source: str) -> Any:
@@ -118,10 +89,11 @@ def _read(path: str) -> str:
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror or exc}")
+        fail(f"cannot read {path}: {exc.strerror or exc}")
 
 
 def learn(
+    ctx: typer.Context,
     file: Annotated[
         str,
         typer.Argument(
@@ -144,24 +116,25 @@ def learn(
     Example: echo "I live in Lisbon. Never use emojis." | memchentic learn - --user sam
     """
     messages = _messages(file)
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         results = mem.learn(messages, user_id=user, agent_id=agent, session_id=session,
                             namespace=namespace)  # fmt: skip
     if as_json:
-        _echo_json([r.to_dict() | {"content": r.memory.content if r.memory else None}
-                    for r in results])  # fmt: skip
+        echo_json([r.to_dict() | {"content": r.memory.content if r.memory else None}
+                   for r in results])  # fmt: skip
         return
-    out = _out()
+    console = out()
     if not results:
-        out.print("nothing to learn")
+        console.print("nothing to learn")
     for result in results:
-        line = _write_line(result)
+        line = write_line(result)
         if result.memory is not None:
             line.append(f"  {result.memory.type}: {result.memory.content}", style="dim")
-        out.print(line)
+        console.print(line)
 
 
 def maintain(
+    ctx: typer.Context,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only show what would be done.")
     ] = False,
@@ -173,26 +146,27 @@ def maintain(
 
     Example: memchentic maintain --dry-run
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         report = mem.maintain(dry_run=dry_run).to_dict()
     if as_json:
-        _echo_json(report)
+        echo_json(report)
         return
-    out = _out()
+    console = out()
     gc = report["gc"]
     verb = "would delete" if dry_run else "deleted"
-    out.print(f"gc: {verb} {len(gc['expired']) + len(gc['decayed'])} memories")
+    console.print(f"gc: {verb} {len(gc['expired']) + len(gc['decayed'])} memories")
     merged = (report["consolidation"] or {}).get("merged")
-    out.print(f"consolidation: {'not available' if merged is None else f'{merged} merged'}")
+    console.print(f"consolidation: {'not available' if merged is None else f'{merged} merged'}")
     for entry in report["summaries"]:
-        out.print(f"summary {entry['session_id']} ({entry['namespace']}): {entry['status']}")
+        console.print(f"summary {entry['session_id']} ({entry['namespace']}): {entry['status']}")
     pruned = report["events_pruned"]
-    out.print(f"events pruned: {'-' if pruned is None else pruned}")
+    console.print(f"events pruned: {'-' if pruned is None else pruned}")
 
 
 # --- sessions ---------------------------------------------------------------------------------
 @session_app.command("turn")
 def session_turn(
+    ctx: typer.Context,
     role: Annotated[str, typer.Argument(help="user, assistant, system or tool.")],
     text: Annotated[str, typer.Argument(help="The message ('-' reads stdin).")],
     user: UserOpt = None,
@@ -208,17 +182,18 @@ def session_turn(
     Example: memchentic session turn user "I moved to Lisbon" --user sam --session trip
     """
     content = sys.stdin.read() if text == "-" else text
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         turn = mem.record_turn(role, content, session_id=session, user_id=user,
                                agent_id=agent, namespace=namespace)  # fmt: skip
     if as_json:
-        _echo_json(turn.to_dict())
+        echo_json(turn.to_dict())
     else:
-        _out().print(f"recorded {turn.id} in {turn.session_id}")
+        out().print(f"recorded {turn.id} in {turn.session_id}")
 
 
 @session_app.command("history")
 def session_history(
+    ctx: typer.Context,
     user: UserOpt = None,
     agent: AgentOpt = None,
     session: SessionOpt = None,
@@ -232,23 +207,24 @@ def session_history(
 
     Example: memchentic session history --user sam --session trip --limit 20
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         turns = mem.get_history(session, limit, user_id=user, agent_id=agent,
                                 namespace=namespace)  # fmt: skip
     if as_json:
-        _echo_json([t.to_dict() for t in turns])
+        echo_json([t.to_dict() for t in turns])
         return
-    table = _table()
+    table = new_table()
     table.add_column("at", no_wrap=True)
     table.add_column("role")
     table.add_column("text", overflow="fold")
     for t in turns:
         table.add_row(t.at.strftime("%Y-%m-%d %H:%M"), t.role, Text(t.content))
-    _out().print(table)
+    out().print(table)
 
 
 @session_app.command("list")
 def session_list(
+    ctx: typer.Context,
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
@@ -259,21 +235,20 @@ def session_list(
 
     Example: memchentic session list --user sam
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         found = mem.list_sessions(user_id=user, namespace=namespace)
     if as_json:
-        _echo_json([{"session_id": sid, "turns": n} for sid, n in found])
+        echo_json([{"session_id": sid, "turns": n} for sid, n in found])
         return
-    table = _table()
-    table.add_column("session")
-    table.add_column("turns")
+    table = new_table("session", "turns")
     for sid, n in found:
         table.add_row(sid, str(n))
-    _out().print(table)
+    out().print(table)
 
 
 @session_app.command("summarize")
 def session_summarize(
+    ctx: typer.Context,
     user: UserOpt = None,
     agent: AgentOpt = None,
     session: SessionOpt = None,
@@ -286,16 +261,14 @@ def session_summarize(
 
     Example: memchentic session summarize --user sam --session trip
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         result = mem.summarize_session(session, user_id=user, agent_id=agent,
                                        namespace=namespace)  # fmt: skip
-    _print_write(result, as_json)
+    print_write(result, as_json)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("context")(context)
-    app.command("pin")(pin)
-    app.command("unpin")(unpin)
-    app.command("learn")(learn)
-    app.command("maintain")(maintain)
+    for name, command in (("context", context), ("pin", pin), ("unpin", unpin),
+                          ("learn", learn), ("maintain", maintain)):  # fmt: skip
+        app.command(name)(command)
     app.add_typer(session_app, name="session")

@@ -1,5 +1,5 @@
-"""CLI for serving: ``serve`` (HTTP API, MCP over HTTP, web console), ``mcp`` (an
-MCP server on stdio) and ``keys create | list | revoke`` (API keys).
+"""Serving: ``serve`` (HTTP API, MCP over HTTP, web console), ``mcp`` (an MCP server
+on stdio) and ``keys create | list | revoke`` (API keys).
 
 ``serve`` and ``mcp`` need the ``[server]`` extra; ``keys`` works without it.
 """
@@ -12,20 +12,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from .cli import (
-    EmbedderOpt,
-    JsonOpt,
-    StoreOpt,
-    _echo_json,
-    _err,
-    _fail,
-    _memory,
-    _out,
-    _settings,
-    _table,
-)
-from .errors import MemchenticError
-from .store.base import Store
+from ..errors import MemchenticError
+from .options import EmbedderOpt, JsonOpt, StoreOpt
+from .output import echo_json, err, fail, new_table, out
+from .runtime import memory, opened_store, settings
 
 keys_app = typer.Typer(help="API keys of the HTTP API, MCP and console.", no_args_is_help=True)
 
@@ -40,10 +30,11 @@ def _need_server() -> None:
         import mcp  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        _fail(SERVER_EXTRA)
+        fail(SERVER_EXTRA)
 
 
 def serve(
+    ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = DEFAULT_PORT,
     workers: Annotated[
@@ -67,28 +58,28 @@ def serve(
     _need_server()
     import uvicorn
 
-    from .server.app import SERVE_CONSOLE_ENV, SERVE_MCP_ENV
-    from .server.auth import KeyRing
+    from ..server.app import SERVE_CONSOLE_ENV, SERVE_MCP_ENV
+    from ..server.auth import KeyRing
 
-    location = store or _settings().default_store
-    with _memory(location, embedder) as mem:  # fail early: bad store, wrong embedder
+    location = store or settings().default_store
+    with memory(ctx, location, embedder) as mem:  # fail early: bad store, wrong embedder
         has_keys = bool(KeyRing(mem.store).list())
         embedder_name = mem.embedder.name
     os.environ["MEMCHENTIC_STORE_URL"] = location
     os.environ["MEMCHENTIC_EMBEDDER"] = embedder_name
-    if not _settings().local_embedder_threads:
+    if not settings().local_embedder_threads:
         # A server embeds for many requests at once, each on its own thread: one
         # intra-op thread per request keeps them from contending for the cores
         # (docs/server.md, "Embedder threads").
         os.environ["MEMCHENTIC_LOCAL_EMBEDDER_THREADS"] = "1"
     os.environ[SERVE_MCP_ENV] = "0" if no_mcp else "1"
     os.environ[SERVE_CONSOLE_ENV] = "0" if no_console else "1"
-    err = _err()
+    console = err()
     url = f"http://{host}:{port}"
-    err.print(f"memchentic serving {location} at {url}  (API {url}/v1, "
-              f"console {url}/console, MCP {url}/mcp)")  # fmt: skip
+    console.print(f"memchentic serving {location} at {url}  (API {url}/v1, "
+                  f"console {url}/console, MCP {url}/mcp)")  # fmt: skip
     if not has_keys:
-        err.print(Text("warning: no API keys yet: memchentic keys create --admin", "yellow"))
+        console.print(Text("warning: no API keys yet: memchentic keys create --admin", "yellow"))
     uvicorn.run(
         "memchentic.server.app:app_from_env", factory=True, host=host, port=port,
         workers=workers, log_level=log_level, timeout_graceful_shutdown=5,
@@ -97,6 +88,7 @@ def serve(
 
 
 def mcp(
+    ctx: typer.Context,
     identity: Annotated[
         str | None,
         typer.Option("--identity", help="Run as this identity (NAME or agent:NAME)."),
@@ -112,30 +104,19 @@ def mcp(
     Example: memchentic mcp --identity agent:coder
     """
     if identity is not None and not identity.strip():
-        _fail("--identity: must name an identity (NAME or agent:NAME), not be empty")
+        fail("--identity: must name an identity (NAME or agent:NAME), not be empty")
     _need_server()
-    from .server.mcp_server import build_server
+    from ..server.mcp_server import build_server
 
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         try:
             view = mem.as_identity(identity) if identity is not None else mem
         except MemchenticError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         build_server(lambda _ctx: view).run("stdio")
 
 
-def _open_store(store: str | None) -> Store:
-    """The store alone: keys need no embedder (``--embedder`` is accepted, as by
-    every command, and ignored)."""
-    from .store import open_store
-
-    settings = _settings()
-    try:
-        return open_store(store or settings.default_store, settings)
-    except MemchenticError as exc:
-        _fail(str(exc))
-
-
+# --- keys: the store alone (``--embedder`` is accepted, as by every command, and ignored) ---
 @keys_app.command("create")
 def keys_create(
     identity: Annotated[
@@ -155,30 +136,25 @@ def keys_create(
 
     Example: memchentic keys create --identity alice --name laptop
     """
-    from .access import TRUSTED, AccessPolicy
-    from .access.directory import Directory
-    from .server.auth import KeyRing
+    from ..access import TRUSTED, AccessPolicy
+    from ..access.directory import Directory
+    from ..server.auth import KeyRing
 
     if admin == (identity is not None):
-        _fail("give --identity NAME or --admin")
-    opened = _open_store(store)
-    try:
+        fail("give --identity NAME or --admin")
+    with opened_store(store) as (opened, _):
         if identity is not None:
-            kind, _, key = identity.partition(":") if ":" in identity else ("user", "", identity)
+            kind, _sep, key = identity.partition(":") if ":" in identity else ("user", "", identity)
             if opened.find_identity(key, kind) is None:
                 directory = Directory(opened, AccessPolicy(opened), TRUSTED)
                 made = directory.create_identity(key, kind)
-                _err().print(f"created identity {made.kind}:{made.name}")
+                err().print(f"created identity {made.kind}:{made.name}")
         secret, record = KeyRing(opened).create(identity=identity, admin=admin, name=name)
-    except MemchenticError as exc:
-        _fail(str(exc))
-    finally:
-        opened.close()
     if as_json:
-        _echo_json({"key": secret, **record.to_dict()})
+        echo_json({"key": secret, **record.to_dict()})
         return
     typer.echo(secret)
-    _err().print(f"API key {record.id} for {record.principal}: shown once, store it now")
+    err().print(f"API key {record.id} for {record.principal}: shown once, store it now")
 
 
 @keys_app.command("list")
@@ -189,22 +165,17 @@ def keys_list(
 
     Example: memchentic keys list
     """
-    from .server.auth import KeyRing
+    from ..server.auth import KeyRing
 
-    opened = _open_store(store)
-    try:
+    with opened_store(store) as (opened, _):
         found = KeyRing(opened).list()
-    finally:
-        opened.close()
     if as_json:
-        _echo_json([k.to_dict() for k in found])
+        echo_json([k.to_dict() for k in found])
         return
-    table = _table()
-    for column in ("id", "name", "principal", "created"):
-        table.add_column(column)
+    table = new_table("id", "name", "principal", "created")
     for k in found:
         table.add_row(k.id, k.name, k.principal, k.created_at[:19])
-    _out().print(table)
+    out().print(table)
 
 
 @keys_app.command("revoke")
@@ -217,16 +188,13 @@ def keys_revoke(
 
     Example: memchentic keys revoke 3f9a1c0d2b7e
     """
-    from .server.auth import KeyRing
+    from ..server.auth import KeyRing
 
-    opened = _open_store(store)
-    try:
+    with opened_store(store) as (opened, _):
         done = KeyRing(opened).revoke(key_id)
-    finally:
-        opened.close()
     if not done:
-        _fail(f"no API key with id {key_id}", 1)
-    _out().print(f"revoked {key_id}")
+        fail(f"no API key with id {key_id}", 1)
+    out().print(f"revoked {key_id}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,18 +1,17 @@
-"""CLI for the directory: identities, groups, orgs, memberships and grants.
-
-Registered on the main app by ``cli.py``; every command opens the store, calls
-one :class:`~memchentic.access.directory.Directory` method, prints the result.
-"""
+"""The directory: identities, groups, orgs, memberships and grants; each command
+calls one method of ``Memory.directory``, as the ``--as`` identity."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
 
-from .cli import EmbedderOpt, JsonOpt, StoreOpt, _echo_json, _memory, _out, _table
-from .identity import Invitation
+from ..identity import Invitation
+from .options import EmbedderOpt, JsonOpt, StoreOpt
+from .output import echo_json, new_table, out
+from .runtime import memory
 
 identity_app = typer.Typer(help="Users and agents.", no_args_is_help=True)
 group_app = typer.Typer(
@@ -26,24 +25,34 @@ IdentityArg = Annotated[str, typer.Argument(help="An identity: NAME, user:NAME o
 AdminsOpt = Annotated[list[str] | None, typer.Option("--admin", help="An admin (repeatable).")]
 MembersOpt = Annotated[list[str] | None, typer.Option("--member", help="A member (repeatable).")]
 RoleOpt = Annotated[str, typer.Option("--role", help="member or admin.")]
+NamespaceArg = Annotated[str, typer.Argument(help="A federated namespace: federated:ORG:SOURCE.")]
 
 
 def _show(items: Sequence[Any], as_json: bool, columns: Sequence[str]) -> None:
     rows = [item.to_dict() for item in items]
     if as_json:
-        _echo_json(rows)
+        echo_json(rows)
         return
-    table = _table()
-    for column in columns:
-        table.add_column(column)
+    table = new_table(*columns)
     for row in rows:
         table.add_row(*(str(row.get(c, "")) for c in columns))
-    _out().print(table)
+    out().print(table)
+
+
+def _documented(doc: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command made in a loop its docstring (the help typer shows)."""
+
+    def set_doc(command: Callable[..., None]) -> Callable[..., None]:
+        command.__doc__ = doc
+        return command
+
+    return set_doc
 
 
 # --- identities -------------------------------------------------------------------------
 @identity_app.command("create")
 def identity_create(
+    ctx: typer.Context,
     name: NameArg,
     agent: Annotated[bool, typer.Option("--agent", help="An agent, not a user.")] = False,
     store: StoreOpt = None,
@@ -54,195 +63,221 @@ def identity_create(
 
     Example: memchentic identity create sophie --agent
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         made = mem.directory.create_identity(name, "agent" if agent else "user")
     _show([made], as_json, ["id", "kind", "name"])
 
 
 @identity_app.command("list")
 def identity_list(
-    store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+    ctx: typer.Context,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """List identities.
 
     Example: memchentic identity list --json
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         found = mem.directory.identities()
     _show(found, as_json, ["id", "kind", "name", "created_at"])
 
 
 @identity_app.command("rename")
 def identity_rename(
-    identity: IdentityArg, new_name: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+    ctx: typer.Context,
+    identity: IdentityArg,
+    new_name: NameArg,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
 ) -> None:
     """Rename an identity (its id and memories stay).
 
     Example: memchentic identity rename alice alicia
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         renamed = mem.directory.rename_identity(identity, new_name)
     typer.echo(f"renamed {renamed.id} to {renamed.name}")
 
 
 # --- groups and orgs ---------------------------------------------------------------------
 def _team_commands(app: typer.Typer, kind: str) -> None:
-    """create / list / rename / members / add-member / remove-member for groups and orgs."""
+    """create / list / rename / members / add-member / invitations / accept / decline /
+    remove-member, for groups and orgs alike."""
 
     @app.command("create")
+    @_documented(f"Create a {kind}.\n\n    Example: memchentic {kind} create core --admin alice")
     def create(
+        ctx: typer.Context,
         name: NameArg,
         admins: AdminsOpt = None,
         members: MembersOpt = None,
         store: StoreOpt = None,
         embedder: EmbedderOpt = None,
     ) -> None:
-        with _memory(store, embedder) as mem:
+        with memory(ctx, store, embedder) as mem:
             make = mem.directory.create_group if kind == "group" else mem.directory.create_org
             team = make(name, admins=admins or [], members=members or [])
         typer.echo(f"created {team.namespace}")
 
-    create.__doc__ = f"Create a {kind}.\n\n    Example: memchentic {kind} create core --admin alice"
-
     @app.command("list")
+    @_documented(f"List {kind}s.\n\n    Example: memchentic {kind} list")
     def list_(
-        store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+        ctx: typer.Context,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
-        with _memory(store, embedder) as mem:
+        with memory(ctx, store, embedder) as mem:
             teams = mem.directory.teams(kind)
         _show(teams, as_json, ["id", "name", "created_at"])
 
-    list_.__doc__ = f"List {kind}s.\n\n    Example: memchentic {kind} list"
-
     @app.command("rename")
+    @_documented(f"Rename a {kind}.\n\n    Example: memchentic {kind} rename core platform")
     def rename(
-        team: NameArg, new_name: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+        ctx: typer.Context,
+        team: NameArg,
+        new_name: NameArg,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
     ) -> None:
-        with _memory(store, embedder) as mem:
+        with memory(ctx, store, embedder) as mem:
             renamed = mem.directory.rename_team(f"{kind}:{team}", new_name)
         typer.echo(f"renamed {renamed.namespace} to {renamed.name}")
 
-    rename.__doc__ = f"Rename a {kind}.\n\n    Example: memchentic {kind} rename core platform"
-
     @app.command("members")
+    @_documented(f"List a {kind}'s members.\n\n    Example: memchentic {kind} members core")
     def members(
+        ctx: typer.Context,
         team: NameArg,
         store: StoreOpt = None,
         embedder: EmbedderOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
-        with _memory(store, embedder) as mem:
+        with memory(ctx, store, embedder) as mem:
             found = mem.directory.members(f"{kind}:{team}")
         _show(found, as_json, ["identity_id", "role", "active"])
 
-    members.__doc__ = f"List a {kind}'s members.\n\n    Example: memchentic {kind} members core"
-
     @app.command("add-member")
+    @_documented(
+        f"Add a member to a {kind} (or change its role). Under --as, someone not yet\n"
+        f"    a member is only invited: it joins with `memchentic {kind} accept`.\n\n"
+        f"    Example: memchentic {kind} add-member core bob --role admin"
+    )
     def add_member(
+        ctx: typer.Context,
         team: NameArg,
         identity: IdentityArg,
         role: RoleOpt = "member",
         store: StoreOpt = None,
         embedder: EmbedderOpt = None,
     ) -> None:
-        with _memory(store, embedder) as mem:
+        with memory(ctx, store, embedder) as mem:
             m = mem.directory.add_member(f"{kind}:{team}", identity, role=role)
         if isinstance(m, Invitation):
             typer.echo(f"invited {identity} to {kind}:{team} as {m.role} (joins on accepting)")
         else:
             typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
-    add_member.__doc__ = (
-        f"Add a member to a {kind} (or change its role). Under --as, someone not yet\n"
-        f"    a member is only invited: it joins with `memchentic {kind} accept`.\n\n"
-        f"    Example: memchentic {kind} add-member core bob --role admin"
-    )
-
     @app.command("invitations")
-    def invitations(
-        store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
-    ) -> None:
-        with _memory(store, embedder) as mem:
-            found = [i for i in mem.directory.invitations() if i.team_kind == kind]
-        _show(found, as_json, ["team_name", "identity_id", "role", "invited_by", "created_at"])
-
-    invitations.__doc__ = (
+    @_documented(
         f"List pending invitations to {kind}s (yours, under --as NAME).\n\n"
         f"    Example: memchentic --as bob {kind} invitations  (memchentic {kind} invitations)"
     )
+    def invitations(
+        ctx: typer.Context,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        with memory(ctx, store, embedder) as mem:
+            found = [i for i in mem.directory.invitations() if i.team_kind == kind]
+        _show(found, as_json, ["team_name", "identity_id", "role", "invited_by", "created_at"])
 
     @app.command("accept")
-    def accept(team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None) -> None:
-        with _memory(store, embedder) as mem:
-            m = mem.directory.accept(f"{kind}:{team}")
-        typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
-
-    accept.__doc__ = (
+    @_documented(
         f"Accept an invitation to a {kind} and join it; run it as the invitee (--as).\n\n"
         f"    Example: memchentic --as bob {kind} accept core  (memchentic {kind} accept NAME)"
     )
+    def accept(
+        ctx: typer.Context, team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+    ) -> None:
+        with memory(ctx, store, embedder) as mem:
+            m = mem.directory.accept(f"{kind}:{team}")
+        typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
     @app.command("decline")
-    def decline(team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None) -> None:
-        with _memory(store, embedder) as mem:
-            done = mem.directory.decline(f"{kind}:{team}")
-        typer.echo("declined" if done else f"there was no invitation to {kind}:{team}")
-
-    decline.__doc__ = (
+    @_documented(
         f"Decline an invitation to a {kind}; run it as the invitee (--as).\n\n"
         f"    Example: memchentic --as bob {kind} decline core  (memchentic {kind} decline NAME)"
     )
+    def decline(
+        ctx: typer.Context, team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
+    ) -> None:
+        with memory(ctx, store, embedder) as mem:
+            done = mem.directory.decline(f"{kind}:{team}")
+        typer.echo("declined" if done else f"there was no invitation to {kind}:{team}")
 
     @app.command("remove-member")
-    def remove_member(
-        team: NameArg, identity: IdentityArg, store: StoreOpt = None, embedder: EmbedderOpt = None
-    ) -> None:
-        with _memory(store, embedder) as mem:
-            removed = mem.directory.remove_member(f"{kind}:{team}", identity)
-        typer.echo(f"removed {identity}" if removed else f"{identity} was not a member")
-
-    remove_member.__doc__ = (
+    @_documented(
         f"Remove a member from a {kind} (never the last admin).\n\n"
         f"    Example: memchentic {kind} remove-member core bob"
     )
+    def remove_member(
+        ctx: typer.Context,
+        team: NameArg,
+        identity: IdentityArg,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        with memory(ctx, store, embedder) as mem:
+            removed = mem.directory.remove_member(f"{kind}:{team}", identity)
+        typer.echo(f"removed {identity}" if removed else f"{identity} was not a member")
 
 
 _team_commands(group_app, "group")
 _team_commands(org_app, "org")
 
 
-@org_app.command("deactivate")
-def org_deactivate(
-    org: NameArg, identity: IdentityArg, store: StoreOpt = None, embedder: EmbedderOpt = None
-) -> None:
+def _activity_command(active: bool, doc: str) -> None:
+    """``org activate`` / ``org deactivate``: one membership's activity."""
+    state = "active" if active else "inactive"
+
+    @org_app.command("activate" if active else "deactivate")
+    @_documented(doc)
+    def set_active(
+        ctx: typer.Context,
+        org: NameArg,
+        identity: IdentityArg,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        with memory(ctx, store, embedder) as mem:
+            mem.directory.set_active(f"org:{org}", identity, active)
+        typer.echo(f"{identity} is {state} in org:{org}")
+
+
+_activity_command(
+    False,
     """Make an org member inactive: it reads nothing of the org until reactivated.
 
     Example: memchentic org deactivate acme carol
-    """
-    with _memory(store, embedder) as mem:
-        mem.directory.set_active(f"org:{org}", identity, False)
-    typer.echo(f"{identity} is inactive in org:{org}")
-
-
-@org_app.command("activate")
-def org_activate(
-    org: NameArg, identity: IdentityArg, store: StoreOpt = None, embedder: EmbedderOpt = None
-) -> None:
+    """,
+)
+_activity_command(
+    True,
     """Make an org member active again.
 
     Example: memchentic org activate acme carol
-    """
-    with _memory(store, embedder) as mem:
-        mem.directory.set_active(f"org:{org}", identity, True)
-    typer.echo(f"{identity} is active in org:{org}")
+    """,
+)
 
 
 # --- grants ---------------------------------------------------------------------------------
-NamespaceArg = Annotated[str, typer.Argument(help="A federated namespace: federated:ORG:SOURCE.")]
-
-
 @grant_app.command("add")
 def grant_add(
+    ctx: typer.Context,
     namespace: NamespaceArg,
     grantee: IdentityArg,
     store: StoreOpt = None,
@@ -252,13 +287,14 @@ def grant_add(
 
     Example: memchentic grant add federated:acme:alice dave
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         grant = mem.directory.grant(namespace, grantee)
     typer.echo(f"{grant.grantee} can read {grant.namespace}")
 
 
 @grant_app.command("revoke")
 def grant_revoke(
+    ctx: typer.Context,
     namespace: NamespaceArg,
     grantee: IdentityArg,
     store: StoreOpt = None,
@@ -268,20 +304,23 @@ def grant_revoke(
 
     Example: memchentic grant revoke federated:acme:alice dave
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         revoked = mem.directory.revoke(namespace, grantee)
     typer.echo("revoked" if revoked else "there was no such grant")
 
 
 @grant_app.command("list")
 def grant_list(
-    store: StoreOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+    ctx: typer.Context,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """List grants.
 
     Example: memchentic grant list --json
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         found = mem.directory.grants()
     _show(found, as_json, ["namespace", "grantee", "created_at"])
 

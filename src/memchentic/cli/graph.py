@@ -1,4 +1,5 @@
-"""CLI for the graph: consolidate, neighbours and ask."""
+"""The graph: ``consolidate``, ``neighbors`` and ``ask``; each calls one method of
+:class:`~memchentic.Memory`."""
 
 from __future__ import annotations
 
@@ -6,21 +7,13 @@ from typing import Annotated
 
 import typer
 
-from .cli import (
-    EmbedderOpt,
-    JsonOpt,
-    MemoryIdArg,
-    NamespaceOpt,
-    StoreOpt,
-    UserOpt,
-    _echo_json,
-    _memory,
-    _out,
-    _table,
-)
+from .options import EmbedderOpt, JsonOpt, MemoryIdArg, NamespaceOpt, StoreOpt, UserOpt
+from .output import echo_json, new_table, out
+from .runtime import memory
 
 
 def consolidate(
+    ctx: typer.Context,
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
     dry_run: Annotated[
@@ -34,10 +27,10 @@ def consolidate(
 
     Example: memchentic consolidate --user alice --dry-run
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         report = mem.consolidate(user_id=user, namespace=namespace, dry_run=dry_run)
     if as_json:
-        _echo_json(report.to_dict())
+        echo_json(report.to_dict())
         return
     for cluster in report.clusters:
         typer.echo(f"{cluster['namespace']}: keep {cluster['kept']}, merge "
@@ -47,6 +40,7 @@ def consolidate(
 
 
 def neighbors(
+    ctx: typer.Context,
     memory_id: MemoryIdArg,
     depth: Annotated[int, typer.Option("--depth", help="Hops, 1 to 3.")] = 1,
     store: StoreOpt = None,
@@ -57,20 +51,19 @@ def neighbors(
 
     Example: memchentic neighbors 01J... --depth 2
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         found = mem.neighbors(memory_id, depth)
     if as_json:
-        _echo_json([n.to_dict() for n in found])
+        echo_json([n.to_dict() for n in found])
         return
-    table = _table()
-    for column in ("depth", "via", "id", "text"):
-        table.add_column(column)
+    table = new_table("depth", "via", "id", "text")
     for n in found:
         table.add_row(str(n.depth), n.via, n.memory.id, n.memory.content[:80])
-    _out().print(table)
+    out().print(table)
 
 
 def ask(
+    ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The question.")],
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
@@ -83,10 +76,10 @@ def ask(
 
     Example: memchentic ask "Where does Maya live?" --user maya
     """
-    with _memory(store, embedder) as mem:
+    with memory(ctx, store, embedder) as mem:
         result = mem.ask(question, user_id=user, namespace=namespace, limit=limit)
     if as_json:
-        _echo_json(result.to_dict())
+        echo_json(result.to_dict())
         return
     if result.answer:
         typer.echo(result.answer + "\n")

@@ -1,22 +1,20 @@
-"""CLI: ``memchentic migrate --from STORE --to STORE`` (see :mod:`memchentic.migrate`).
-
-Registered on the main app by ``cli.py``.
-"""
+"""``memchentic migrate --from STORE --to STORE`` (see :mod:`memchentic.migrate`)."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .cli import JsonOpt, _echo_json, _err, _fail, _out, _settings, _table
-from .embed import get_embedder
-from .errors import EmbedderMismatchError, MemchenticError
-from .migrate import KINDS, MigrationReport, migrate
-from .store import open_store
-from .store.base import Store
+from ..errors import EmbedderMismatchError
+from ..migrate import KINDS, MigrationReport, migrate
+from ..settings import Settings
+from ..store import Store, open_store
+from .options import JsonOpt
+from .output import echo_json, fail, new_table, out, progress_bar
+from .runtime import embedder_mismatch, trusted
 
 FromOpt = Annotated[
     str,
@@ -44,30 +42,27 @@ EmbedderOpt = Annotated[
 BatchOpt = Annotated[int, typer.Option("--batch", min=1, help="Items per transaction.")]
 
 
-def _open_source(location: str) -> Store:
+def _open_source(location: str, cfg: Settings) -> Store:
     if "://" not in location or location.startswith("sqlite://"):
         path = Path(location.removeprefix("sqlite://")).expanduser()
         if not path.exists():  # never create an empty source by opening it
-            _fail(f"no store at {path}")
-    return open_store(location, _settings())
+            fail(f"no store at {path}")
+    return open_store(location, cfg)
 
 
 def _show(report: MigrationReport) -> None:
-    table = _table()
+    table = new_table()
     for column in ("what", "source", "copied", "already there", "missing"):
         table.add_column(column, justify="left" if column == "what" else "right")
     for kind, row in report.to_dict()["kinds"].items():
         table.add_row(kind, *(str(row[k]) for k in ("source", "copied", "skipped", "missing")))
-    _out().print(table)
+    out().print(table)
 
 
-def _check_embedder(src: Store, name: str) -> None:
-    embedder = get_embedder(name, _settings())
-    model, dimension = src.get_meta("embedding_model"), src.get_meta("embedding_dimension")
-    if model is not None and (model, int(dimension or 0)) != (
-        embedder.model,
-        embedder.dimension,
-    ):
+def _check_embedder(src: Store, name: str, cfg: Settings) -> None:
+    found = embedder_mismatch(src, name, cfg)
+    if found is not None:
+        model, dimension, embedder = found
         raise EmbedderMismatchError(
             f"the source {src.location} was built with {model} (dimension {dimension}), "
             f"not {embedder.model} (dimension {embedder.dimension}); migrate, then run "
@@ -89,44 +84,27 @@ def migrate_command(
 
     Example: memchentic migrate --from ~/.memchentic/memory.db --to postgresql://db/mem
     """
-    try:
-        src = _open_source(source)
-        try:
-            if embedder is not None:
-                _check_embedder(src, embedder)
-            dst = open_store(target or _settings().default_store, _settings())
-        except BaseException:
-            src.close()
-            raise
-        try:
-            with Progress(
-                TextColumn("{task.description:<12}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=_err(),
-                transient=as_json,
-            ) as bar:
-                tasks = {k: bar.add_task(k, total=None) for k in KINDS if k != "vectors"}
+    with trusted(target) as (cfg, location), ExitStack() as stores:
+        src = stores.enter_context(closing(_open_source(source, cfg)))
+        if embedder is not None:
+            _check_embedder(src, embedder, cfg)
+        dst = stores.enter_context(closing(open_store(location, cfg)))
+        with progress_bar("{task.description:<12}", transient=as_json) as bar:
+            tasks = {k: bar.add_task(k, total=None) for k in KINDS if k != "vectors"}
 
-                def advance(kind: str, done: int, total: int) -> None:
-                    bar.update(tasks[kind], completed=done, total=total)
+            def advance(kind: str, done: int, total: int) -> None:
+                bar.update(tasks[kind], completed=done, total=total)
 
-                report = migrate(src, dst, batch=batch, progress=advance)
-        finally:
-            src.close()
-            dst.close()
-    except MemchenticError as exc:
-        _fail(str(exc))
+            report = migrate(src, dst, batch=batch, progress=advance)
     if as_json:
-        _echo_json(report.to_dict())
+        echo_json(report.to_dict())
     else:
         _show(report)
     if not report.ok:
         missing = ", ".join(f"{n} {k}" for k, n in report.missing.items() if n)
-        _fail(f"verification failed: the target lacks {missing}", 1)
+        fail(f"verification failed: the target lacks {missing}", 1)
     if not as_json:
-        _out().print(f"verified: every item of {src.location} is in {dst.location}")
+        out().print(f"verified: every item of {src.location} is in {dst.location}")
 
 
 def register(app: typer.Typer) -> None:

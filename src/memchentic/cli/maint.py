@@ -1,4 +1,4 @@
-"""CLI for integrity and backups: ``check``, ``backup`` and ``restore``.
+"""Integrity and backups: ``check``, ``backup`` and ``restore``.
 
 They work on the store itself, as the trusted local principal (never ``--as``), and
 need no embedder: a logical backup or restore uses the one the store recorded.
@@ -8,77 +8,43 @@ that the store was built with that embedder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
 
-from .cli import (
-    EmbedderOpt,
-    JsonOpt,
-    StoreOpt,
-    _echo_json,
-    _err,
-    _fail,
-    _out,
-    _settings,
-)
-from .errors import MemchenticError
-from .settings import Settings
-from .store import open_store
-from .store.base import Store
+from ..embed import get_embedder
+from ..settings import Settings
+from ..store import Store
+from .options import EmbedderOpt, JsonOpt, StoreOpt
+from .output import echo_json, err, fail, out
+from .runtime import embedder_mismatch, opened_store, trusted
 
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace a store that already holds memories.")
 ]
 
 
-@contextmanager
-def _trusted(store: str | None) -> Iterator[tuple[Settings, str]]:
-    """Settings and the store location; memchentic errors become ``error: ...``
-    (``--as`` is refused before: ``cli.TRUSTED_ONLY``)."""
-    settings = _settings()
-    try:
-        yield settings, store or settings.default_store
-    except MemchenticError as exc:
-        _fail(str(exc))
-
-
-@contextmanager
-def _opened(settings: Settings, location: str) -> Iterator[Store]:
-    opened = open_store(location, settings)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-def _embedder_problem(opened: Store, name: str | None, settings: Settings) -> str | None:
+def _embedder_problem(opened: Store, name: str | None, cfg: Settings) -> str | None:
     """Why the store does not match the embedder ``name`` (None: it does, or no name)."""
-    if name is None:
+    found = embedder_mismatch(opened, name, cfg) if name is not None else None
+    if found is None:
         return None
-    from .embed import get_embedder
-
-    wanted = get_embedder(name, settings)
-    model, dim = opened.get_meta("embedding_model"), opened.get_meta("embedding_dimension")
-    if model is None or (model, int(dim or 0)) == (wanted.model, wanted.dimension):
-        return None
+    model, dim, wanted = found
     return f"the store was built with {model}:{dim}, not {wanted.identity}"
 
 
 def _print_check(report: dict[str, Any]) -> None:
-    out = _out()
+    console = out()
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items())
     version = f"schema {report['schema_version']}"
-    out.print(f"{report['backend']} store {report['location']} ({version}): {counts}")
+    console.print(f"{report['backend']} store {report['location']} ({version}): {counts}")
     for name, status in report["checks"].items():
         style = {"ok": "green", "failed": "red"}.get(status, "dim")
-        out.print(Text(f"  {status:<8}", style=style) + Text(name))
+        console.print(Text(f"  {status:<8}", style=style) + Text(name))
     for problem in report["problems"]:
-        out.print(Text(f"problem: {problem}", style="red"))
-    out.print("clean" if report["ok"] else f"{len(report['problems'])} problems")
+        console.print(Text(f"problem: {problem}", style="red"))
+    console.print("clean" if report["ok"] else f"{len(report['problems'])} problems")
 
 
 def check(as_json: JsonOpt = False, store: StoreOpt = None, embedder: EmbedderOpt = None) -> None:
@@ -88,16 +54,16 @@ def check(as_json: JsonOpt = False, store: StoreOpt = None, embedder: EmbedderOp
 
     Example: memchentic check --json
     """
-    with _trusted(store) as (settings, location), _opened(settings, location) as opened:
+    with opened_store(store) as (opened, cfg):
         report = opened.check()
-        problem = _embedder_problem(opened, embedder, settings)
+        problem = _embedder_problem(opened, embedder, cfg)
     if embedder is not None:
         report["checks"]["embedder"] = "failed" if problem else "ok"
     if problem:
         report["problems"].append(f"embedder: {problem}")
         report["ok"] = False
     if as_json:
-        _echo_json(report)
+        echo_json(report)
     else:
         _print_check(report)
     if not report["ok"]:
@@ -125,22 +91,22 @@ def backup(
 
     Example: memchentic backup ~/backups/memory-2025-06-01.db
     """
-    from .backup import backup as run_backup
+    from ..backup import backup as run_backup
 
-    with _trusted(store) as (settings, location), _opened(settings, location) as opened:
-        problem = _embedder_problem(opened, embedder, settings)
+    with opened_store(store) as (opened, cfg):
+        problem = _embedder_problem(opened, embedder, cfg)
         if problem:
-            _fail(problem)
-        result = run_backup(opened, dest, settings, logical=logical, verify=verify)
+            fail(problem)
+        result = run_backup(opened, dest, cfg, logical=logical, verify=verify)
     if as_json:
-        _echo_json(result.to_dict())
+        echo_json(result.to_dict())
         return
-    _out().print(
+    out().print(
         f"backed up {result.memories} memories to {result.path} "
         f"({result.method}, {result.bytes} bytes)"
     )
     if result.check is not None:
-        _out().print("verified: clean" if result.check["ok"] else "verified: PROBLEMS")
+        out().print("verified: clean" if result.check["ok"] else "verified: PROBLEMS")
         if not result.check["ok"]:
             _print_check(result.check)
             raise typer.Exit(1)
@@ -162,23 +128,22 @@ def restore(
 
     Example: memchentic restore ~/backups/memory-2025-06-01.db --store restored.db
     """
-    from .backup import restore as run_restore
-    from .embed import get_embedder
+    from ..backup import restore as run_restore
 
-    with _trusted(store) as (settings, location):
-        chosen = get_embedder(embedder, settings) if embedder else None
-        result = run_restore(source, location, settings, force=force, embedder=chosen)
+    with trusted(store) as (cfg, location):
+        chosen = get_embedder(embedder, cfg) if embedder else None
+        result = run_restore(source, location, cfg, force=force, embedder=chosen)
     if as_json:
-        _echo_json(result.to_dict())
+        echo_json(result.to_dict())
     else:
         replaced = f", replacing {result.replaced}" if result.replaced else ""
-        _out().print(
+        out().print(
             f"restored {result.memories} memories into {result.target} ({result.method}{replaced})"
         )
         if not result.check["ok"]:
             _print_check(result.check)
     if not result.check["ok"]:
-        _err().print(Text("error: the restored store does not pass check", style="red"))
+        err().print(Text("error: the restored store does not pass check", style="red"))
         raise typer.Exit(1)
 
 

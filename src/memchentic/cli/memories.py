@@ -1,0 +1,468 @@
+"""The core memory commands: add, search, get, list, revise, delete (forget),
+history, gc, export, import, reindex and stats; each calls one method of
+:class:`~memchentic.Memory`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..memory import Memory
+from ..record import MemoryRecord, SearchHit
+from .options import (
+    AgentOpt,
+    EmbedderOpt,
+    IncludeExpiredOpt,
+    JsonOpt,
+    MemoryIdArg,
+    NamespaceOpt,
+    StoreOpt,
+    TagsOpt,
+    TypesOpt,
+    UserOpt,
+)
+from .output import (
+    clip,
+    echo_json,
+    err,
+    fail,
+    fields_table,
+    format_number,
+    format_value,
+    new_table,
+    out,
+    print_write,
+    progress_bar,
+)
+from .runtime import memory, write_by_id
+
+#: The signals of the rrf profile, shown as columns by ``search --trace``.
+RRF_SIGNALS: tuple[str, ...] = ("match", "freshness", "path", "confidence", "usage")
+#: Extra trace keys worth a column when present (query router, reranker).
+EXTRA_SIGNALS: tuple[str, ...] = ("route", "rerank")
+
+
+def _trace_columns(hits: Sequence[SearchHit]) -> list[str]:
+    keys: list[str] = []
+    for hit in hits:
+        for key in hit.trace or {}:
+            if key not in keys:
+                keys.append(key)
+    if all(k in keys for k in RRF_SIGNALS):
+        return [*RRF_SIGNALS, *(k for k in EXTRA_SIGNALS if k in keys)]
+    return [k for k in keys if k != "score"]
+
+
+def _change(name: str, pair: Any) -> str:
+    if isinstance(pair, list | tuple) and len(pair) == 2:
+        return f"{name}: {clip(format_value(pair[0]), 30)} -> {clip(format_value(pair[1]), 30)}"
+    return name
+
+
+def _records_table(records: Sequence[MemoryRecord]) -> Table:
+    table = new_table()
+    table.add_column("id", no_wrap=True)
+    table.add_column("type")
+    table.add_column("namespace")
+    table.add_column("updated", no_wrap=True)
+    table.add_column("text", overflow="fold")
+    for r in records:
+        updated = r.updated_at.strftime("%Y-%m-%d %H:%M") if r.updated_at else ""
+        table.add_row(r.id, r.type, r.namespace, updated, Text(clip(r.text())))
+    return table
+
+
+def _stdin_or(text: str) -> str:
+    return sys.stdin.read() if text == "-" else text
+
+
+def add(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The memory's content ('-' reads stdin).")],
+    type_: Annotated[str | None, typer.Option("--type", help="Type, e.g. preference.")] = None,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    namespace: NamespaceOpt = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="entry (default) or guide.")] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="A tag (repeatable).", show_default=False)
+    ] = None,
+    slot: Annotated[
+        str | None, typer.Option("--slot", help="Slot key: a new value replaces the old.")
+    ] = None,
+    title: Annotated[str | None, typer.Option("--title", help="A short title.")] = None,
+    ttl_days: Annotated[
+        float | None, typer.Option("--ttl-days", help="Expire after N days.")
+    ] = None,
+    permanent: Annotated[bool, typer.Option("--permanent", help="Never expire.")] = False,
+    confidence: Annotated[
+        float | None, typer.Option("--confidence", help="0..1 (default 1).")
+    ] = None,
+    importance: Annotated[
+        float | None, typer.Option("--importance", help="0..1 (default 0.5).")
+    ] = None,
+    on_duplicate: Annotated[
+        str | None,
+        typer.Option("--on-duplicate", help="refuse, reinforce or keep (default: settings)."),
+    ] = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Remember one memory; prints what happened (added, refused, ...) and the id.
+
+    Example: memchentic add "Sam prefers green tea" --user sam --type preference --tag drinks
+    """
+    given = {
+        "type": type_,
+        "user_id": user,
+        "agent_id": agent,
+        "namespace": namespace,
+        "kind": kind,
+        "tags": tag or None,
+        "slot_key": slot,
+        "title": title,
+        "ttl_days": ttl_days,
+        "confidence": confidence,
+        "importance": importance,
+        "on_duplicate": on_duplicate,
+        "permanent": permanent or None,
+    }
+    options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    content = _stdin_or(text)
+    with memory(ctx, store, embedder) as mem:
+        result = mem.add(content, **options)
+    print_write(result, as_json)
+
+
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    namespace: NamespaceOpt = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="How many hits (default: settings, 20).")
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile", help="rrf, conversation, cosine_decay or hybrid (default: settings)."
+        ),
+    ] = None,
+    type_: TypesOpt = None,
+    tag: TagsOpt = None,
+    path: Annotated[
+        str | None, typer.Option("--path", help="Boost memories about this file path.")
+    ] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="Only this repo's memories.")] = None,
+    include_expired: IncludeExpiredOpt = False,
+    trace: Annotated[
+        bool, typer.Option("--trace", help="Show the ranking signals of each hit.")
+    ] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Search memories, best first: rank, score, id, type and text.
+
+    Example: memchentic search "what does Sam drink" --user sam --limit 5 --trace
+    """
+    with memory(ctx, store, embedder) as mem:
+        hits: Sequence[SearchHit] = mem.search(
+            query,
+            user_id=user,
+            agent_id=agent,
+            namespace=namespace,
+            limit=limit,
+            profile=profile,
+            type=type_ or None,
+            tags=tag or None,
+            path_hint=path,
+            repo=repo,
+            include_expired=include_expired,
+            include_trace=trace,
+        )
+    if as_json:
+        echo_json([hit.to_dict() for hit in hits])
+        return
+    if not hits:
+        err().print(Text("no memories found", style="dim"))
+        return
+    signals = _trace_columns(hits) if trace else []
+    table = new_table()
+    table.add_column("rank", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("id", no_wrap=True)
+    table.add_column("type")
+    for name in signals:
+        table.add_column(name, justify="right")
+    table.add_column("text", overflow="fold")
+    for rank, hit in enumerate(hits, start=1):
+        values = [format_number((hit.trace or {}).get(name, "")) for name in signals]
+        table.add_row(
+            str(rank), f"{hit.score:.4f}", hit.id, hit.memory.type, *values, Text(clip(hit.text))
+        )
+    out().print(table)
+
+
+def get(
+    ctx: typer.Context,
+    memory_id: MemoryIdArg,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Show one memory with all its fields (counts as a recall).
+
+    Example: memchentic get 01JB7Q3W5V8N2C4D6F8G0H1J2K --json
+    """
+    with memory(ctx, store, embedder) as mem:
+        record = mem.get(memory_id)
+    if as_json:
+        echo_json(record.to_dict())
+    else:
+        out().print(fields_table(record.to_dict()))
+
+
+def list_(
+    ctx: typer.Context,
+    user: UserOpt = None,
+    agent: AgentOpt = None,
+    namespace: NamespaceOpt = None,
+    type_: TypesOpt = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
+    include_expired: IncludeExpiredOpt = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """List memories in scope, newest first.
+
+    Example: memchentic list --user sam --type preference --limit 20
+    """
+    with memory(ctx, store, embedder) as mem:
+        records = mem.list(
+            user_id=user,
+            agent_id=agent,
+            namespace=namespace,
+            type=type_ or None,
+            limit=limit,
+            include_expired=include_expired,
+        )
+    if as_json:
+        echo_json([r.to_dict() for r in records])
+    elif not records:
+        err().print(Text("no memories", style="dim"))
+    else:
+        out().print(_records_table(records))
+
+
+def revise(
+    ctx: typer.Context,
+    memory_id: MemoryIdArg,
+    text: Annotated[str, typer.Argument(help="The new content ('-' reads stdin).")],
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Replace a memory's content (keeps its id; the old text stays in its history).
+
+    Example: memchentic revise 01JB7Q3W5V8N2C4D6F8G0H1J2K "Sam now prefers coffee"
+    """
+    content = _stdin_or(text)
+    with memory(ctx, store, embedder) as mem:
+        result = mem.revise(memory_id, content)
+    print_write(result, as_json)
+
+
+delete = write_by_id(
+    Memory.delete,
+    """Forget a memory completely (its history keeps a tombstone). Alias: forget.
+
+    Example: memchentic delete 01JB7Q3W5V8N2C4D6F8G0H1J2K
+    """,
+)
+
+
+def history(
+    ctx: typer.Context,
+    memory_id: MemoryIdArg,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Every version of a memory, oldest first: who changed what, when.
+
+    Example: memchentic history 01JB7Q3W5V8N2C4D6F8G0H1J2K
+    """
+    with memory(ctx, store, embedder) as mem:
+        versions = mem.history(memory_id)
+    if as_json:
+        echo_json([v.to_dict() for v in versions])
+        return
+    table = new_table()
+    table.add_column("version", justify="right")
+    table.add_column("op")
+    table.add_column("actor")
+    table.add_column("at", no_wrap=True)
+    table.add_column("changes", overflow="fold")
+    for v in versions:
+        changes = "; ".join(_change(name, pair) for name, pair in v.changes.items())
+        at = v.at.isoformat(timespec="seconds")
+        table.add_row(str(v.version), v.op, v.actor, at, Text(changes))
+    out().print(table)
+
+
+def gc(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only show what would be deleted.")
+    ] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Delete memories expired long ago and ones whose confidence decayed away.
+
+    Example: memchentic gc --dry-run
+    """
+    with memory(ctx, store, embedder) as mem:
+        report = mem.gc(dry_run=dry_run)
+    if as_json:
+        echo_json(report)
+        return
+    expired, decayed = report["expired"], report["decayed"]
+    verb = "would delete" if dry_run else "deleted"
+    count = len(expired) + len(decayed)
+    console = out()
+    console.print(f"{verb} {count} memories ({len(expired)} expired, {len(decayed)} decayed)")
+    for reason, ids in (("expired", expired), ("decayed", decayed)):
+        for memory_id in ids:
+            console.print(f"  {reason} {memory_id}")
+
+
+def export(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Output file; '-' is stdout.")],
+    vectors: Annotated[
+        bool, typer.Option("--vectors/--no-vectors", help="Include the embedding vectors.")
+    ] = True,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Export every memory, edge and version as JSON Lines (lossless).
+
+    Example: memchentic export backup.jsonl --no-vectors
+    """
+    with memory(ctx, store, embedder) as mem:
+        try:
+            lines = mem.export(sys.stdout if file == "-" else file, vectors=vectors)
+        except OSError as exc:
+            fail(f"cannot write {file}: {exc.strerror or exc}")
+    where = "stdout" if file == "-" else file
+    console = err() if file == "-" else out()
+    console.print(Text(f"exported {lines} lines to {where}"))
+
+
+def import_(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(metavar="FILE", help="An export file; '-' is stdin.")],
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Any bad line: import nothing, exit 1.")
+    ] = False,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Import an export; bad lines are reported with their numbers and skipped.
+
+    Existing ids are skipped. Exit code 1 when --strict and a line is bad.
+
+    Example: memchentic import backup.jsonl --strict
+    """
+    with memory(ctx, store, embedder) as mem:
+        try:
+            report = mem.import_(sys.stdin if file == "-" else file, strict=strict)
+        except OSError as exc:
+            fail(f"cannot read {file}: {exc.strerror or exc}")
+    console = err()
+    for number, message in report.errors:
+        console.print(Text(f"line {number}: {message}", style="yellow"))
+    refused = strict and bool(report.errors)
+    if as_json:
+        echo_json(report.to_dict())
+    elif not refused:
+        out().print(
+            f"imported {report.memories} memories, {report.edges} edges, "
+            f"{report.versions} versions ({report.skipped} skipped, "
+            f"{len(report.errors)} bad lines)"
+        )
+    if refused:
+        console.print(
+            Text(f"error: {len(report.errors)} bad lines; nothing imported (--strict)", "red")
+        )
+        raise typer.Exit(1)
+
+
+def reindex(
+    ctx: typer.Context,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Re-embed every memory with --embedder and record the new model in the store.
+
+    Needed after changing the embedder or its dimension: the store refuses to open
+    with another embedder until it is reindexed.
+
+    Example: memchentic reindex --embedder local
+    """
+    with memory(ctx, store, embedder, check_embedder=False) as mem:
+        with progress_bar("re-embedding") as progress:
+            task = progress.add_task("reindex", total=None)
+
+            def advance(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            count = mem.reindex(progress=advance)
+        identity = mem.embedder.identity
+    out().print(f"reindexed {count} memories with {identity}")
+
+
+def stats(
+    ctx: typer.Context,
+    user: UserOpt = None,
+    namespace: NamespaceOpt = None,
+    as_json: JsonOpt = False,
+    store: StoreOpt = None,
+    embedder: EmbedderOpt = None,
+) -> None:
+    """Counts: memories (live, expired, superseded), edges, versions, by type and kind.
+
+    Example: memchentic stats --json
+    """
+    with memory(ctx, store, embedder) as mem:
+        report = mem.stats(user_id=user, namespace=namespace)
+    if as_json:
+        echo_json(report)
+    else:
+        out().print(fields_table(report))
+
+
+def register(app: typer.Typer) -> None:
+    for name, command in (("add", add), ("search", search), ("get", get), ("list", list_),
+                          ("revise", revise), ("delete", delete)):  # fmt: skip
+        app.command(name)(command)
+    app.command(
+        "forget",
+        help="Alias of delete: forget a memory completely (its history keeps a tombstone).\n\n"
+        "Example: memchentic forget 01JB7Q3W5V8N2C4D6F8G0H1J2K",
+    )(delete)
+    for name, command in (("history", history), ("gc", gc), ("export", export),
+                          ("import", import_), ("reindex", reindex), ("stats", stats)):  # fmt: skip
+        app.command(name)(command)

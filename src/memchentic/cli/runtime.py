@@ -1,0 +1,149 @@
+"""What every command runs in: the ``--as`` identity of the invocation (carried in
+the typer context), the settings, and the store or :class:`~memchentic.Memory`
+opened with memchentic errors turned into ``error: ...`` and an exit code.
+
+Below every command group; above :mod:`.options` and :mod:`.output` only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pydantic
+import typer
+
+from ..embed import Embedder, get_embedder
+from ..errors import MemchenticError, NotFoundError
+from ..memory import Memory
+from ..record import WriteResult
+from ..settings import Settings
+from ..store import Store, open_store
+from .options import EmbedderOpt, JsonOpt, MemoryIdArg, StoreOpt
+from .output import fail, print_write, warn
+
+#: Commands that work on the store itself, beyond the rights of any identity: the one
+#: place that refuses them under ``--as`` (issue 20, item 6). Every other command runs
+#: through the library as that identity, whose rules refuse what it may not do (the
+#: directory commands included).
+TRUSTED_ONLY: frozenset[str] = frozenset(
+    {"keys", "reindex", "migrate", "serve", "check", "backup", "restore"}
+)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the app callback learnt for the whole invocation; its ``ctx.obj``."""
+
+    #: The identity of ``--as``; None: the trusted local principal.
+    acting_as: str | None = None
+
+
+def confine(ctx: typer.Context, as_identity: str | None) -> None:
+    """Refuse an empty ``--as`` and the trusted-only commands under ``--as``; then
+    carry the identity to the command in ``ctx.obj``."""
+    if as_identity is not None:
+        if not as_identity.strip():
+            fail("--as: must name an identity (NAME or agent:NAME), not be empty")
+        command = ctx.invoked_subcommand
+        if command in TRUSTED_ONLY:
+            fail(f"{command} runs as the local owner of the store; it is refused under --as")
+    ctx.obj = Invocation(acting_as=as_identity)
+
+
+def acting_as(ctx: typer.Context) -> str | None:
+    """The ``--as`` identity of this invocation; None: the trusted local principal."""
+    invocation = ctx.find_object(Invocation)
+    return invocation.acting_as if invocation is not None else None
+
+
+def settings() -> Settings:
+    try:
+        return Settings()
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        fail(f"invalid setting ({problems})")
+
+
+@contextmanager
+def memory(
+    ctx: typer.Context, store: str | None, embedder: str | None, *, check_embedder: bool = True
+) -> Iterator[Memory]:
+    """Open the store as the ``--as`` identity; memchentic errors become ``error: ...``
+    (exit code 1 for not found, else 2)."""
+    cfg = settings()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            mem = Memory(
+                store=store or cfg.default_store,
+                embedder=embedder,
+                settings=cfg,
+                check_embedder=check_embedder,
+            )
+        for warning in caught:
+            warn(str(warning.message))
+        with mem:
+            identity = acting_as(ctx)
+            yield mem.as_identity(identity) if identity is not None else mem
+    except NotFoundError as exc:
+        fail(str(exc), 1)
+    except MemchenticError as exc:
+        fail(str(exc))
+
+
+@contextmanager
+def trusted(store: str | None) -> Iterator[tuple[Settings, str]]:
+    """Settings and the store location for a trusted-only command (``--as`` is refused
+    before: :data:`TRUSTED_ONLY`); memchentic errors become ``error: ...``."""
+    cfg = settings()
+    try:
+        yield cfg, store or cfg.default_store
+    except MemchenticError as exc:
+        fail(str(exc))
+
+
+@contextmanager
+def opened_store(store: str | None) -> Iterator[tuple[Store, Settings]]:
+    """The store alone, no embedder (the trusted-only commands), closed afterwards."""
+    with trusted(store) as (cfg, location):
+        opened = open_store(location, cfg)
+        try:
+            yield opened, cfg
+        finally:
+            opened.close()
+
+
+def embedder_mismatch(
+    opened: Store, name: str, cfg: Settings
+) -> tuple[str, str | None, Embedder] | None:
+    """The model and dimension the store recorded, and the embedder ``name``, when
+    they differ; None when they match or the store recorded none."""
+    wanted = get_embedder(name, cfg)
+    model, dim = opened.get_meta("embedding_model"), opened.get_meta("embedding_dimension")
+    if model is None or (model, int(dim or 0)) == (wanted.model, wanted.dimension):
+        return None
+    return model, dim, wanted
+
+
+def write_by_id(operation: Callable[[Memory, str], WriteResult], doc: str) -> Callable[..., None]:
+    """A command ``NAME ID [--json]`` that runs one write of ``Memory`` on the memory
+    and prints its result (delete, pin, unpin)."""
+
+    def command(
+        ctx: typer.Context,
+        memory_id: MemoryIdArg,
+        as_json: JsonOpt = False,
+        store: StoreOpt = None,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        with memory(ctx, store, embedder) as mem:
+            result = operation(mem, memory_id)
+        print_write(result, as_json)
+
+    command.__doc__ = doc
+    return command
