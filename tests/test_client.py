@@ -88,6 +88,14 @@ def _script(mem: Any) -> dict[str, Any]:
     turn = mem.record_turn("user", "Dana asked about tea", session_id="s1")
     out["turns"] = [(t.role, t.content) for t in mem.get_history("s1")] + [(turn.role,)]
     out["sessions"] = mem.list_sessions()
+    mem.add_working("Focus: which tea", session_id="s1", key="focus")
+    mem.add_working("Focus: which tea and when", session_id="s1", key="focus")
+    out["working"] = [(r.content, r.type, r.session_id) for r in mem.working_memory("s1")]
+    asked = mem.ask("What does Dana drink?")
+    out["ask"] = (asked.answerable, [(p.citation, p.memory.content, p.via) for p in asked.passages])
+    report, folded = mem.maintain(dry_run=True), mem.consolidate(dry_run=True)
+    out["maintain"] = (report.dry_run, sorted(report.gc), report.events_pruned, folded.merged)
+    out["reports"] = [type(x).__name__ for x in (asked, asked.passages[0], report, folded)]
     out["delete"] = mem.delete(batch[0].id).status
     out["after_delete"] = [r.content for r in mem.list()]
     out["types"] = [type(x).__name__ for x in (first, hits[0], mem.get(moved.id), edge)]
