@@ -14,7 +14,7 @@ from rich.text import Text
 from ..memory import Memory
 from .options import AgentOpt, EmbedderOpt, JsonOpt, NamespaceOpt, StoreOpt, UserOpt
 from .output import echo_json, err, fail, new_table, out, print_write, write_line
-from .runtime import memory, write_by_id
+from .runtime import memory, opens_memory, write_by_id
 
 session_app = typer.Typer(help="Sessions: turns, history, summaries.", no_args_is_help=True)
 
@@ -24,8 +24,9 @@ SessionOpt = Annotated[
 ]
 
 
+@opens_memory
 def context(
-    ctx: typer.Context,
+    mem: Memory,
     query: Annotated[str, typer.Argument(help="What the prompt is about ('' for none).")] = "",
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -38,16 +39,13 @@ def context(
         int | None, typer.Option("--limit", help="Search hits to sort into sections.", min=1)
     ] = None,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Print the context block for a prompt (stable part first, then what is relevant).
 
     Example: memchentic context "plan my trip" --user sam --budget 500
     """
-    with memory(ctx, store, embedder) as mem:
-        block = mem.context(query or None, user_id=user, agent_id=agent, session_id=session,
-                            namespace=namespace, budget_tokens=budget, limit=limit)  # fmt: skip
+    block = mem.context(query or None, user_id=user, agent_id=agent, session_id=session,
+                        namespace=namespace, budget_tokens=budget, limit=limit)  # fmt: skip
     if as_json:
         echo_json(block.to_dict())
         return
@@ -115,7 +113,7 @@ def learn(
 
     Example: echo "I live in Lisbon. Never use emojis." | memchentic learn - --user sam
     """
-    messages = _messages(file)
+    messages = _messages(file)  # before the store: a bad file is the error to report
     with memory(ctx, store, embedder) as mem:
         results = mem.learn(messages, user_id=user, agent_id=agent, session_id=session,
                             namespace=namespace)  # fmt: skip
@@ -133,21 +131,19 @@ def learn(
         console.print(line)
 
 
+@opens_memory
 def maintain(
-    ctx: typer.Context,
+    mem: Memory,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only show what would be done.")
     ] = False,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Upkeep in one call: gc, consolidation, session summaries, old events.
 
     Example: memchentic maintain --dry-run
     """
-    with memory(ctx, store, embedder) as mem:
-        report = mem.maintain(dry_run=dry_run).to_dict()
+    report = mem.maintain(dry_run=dry_run).to_dict()
     if as_json:
         echo_json(report)
         return
@@ -165,8 +161,9 @@ def maintain(
 
 # --- sessions ---------------------------------------------------------------------------------
 @session_app.command("turn")
+@opens_memory
 def session_turn(
-    ctx: typer.Context,
+    mem: Memory,
     role: Annotated[str, typer.Argument(help="user, assistant, system or tool.")],
     text: Annotated[str, typer.Argument(help="The message ('-' reads stdin).")],
     user: UserOpt = None,
@@ -174,17 +171,14 @@ def session_turn(
     session: SessionOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Append a message to a session.
 
     Example: memchentic session turn user "I moved to Lisbon" --user sam --session trip
     """
     content = sys.stdin.read() if text == "-" else text
-    with memory(ctx, store, embedder) as mem:
-        turn = mem.record_turn(role, content, session_id=session, user_id=user,
-                               agent_id=agent, namespace=namespace)  # fmt: skip
+    turn = mem.record_turn(role, content, session_id=session, user_id=user,
+                           agent_id=agent, namespace=namespace)  # fmt: skip
     if as_json:
         echo_json(turn.to_dict())
     else:
@@ -192,24 +186,22 @@ def session_turn(
 
 
 @session_app.command("history")
+@opens_memory
 def session_history(
-    ctx: typer.Context,
+    mem: Memory,
     user: UserOpt = None,
     agent: AgentOpt = None,
     session: SessionOpt = None,
     namespace: NamespaceOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="Last N turns.", min=1)] = 50,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Show the last turns of a session, oldest first.
 
     Example: memchentic session history --user sam --session trip --limit 20
     """
-    with memory(ctx, store, embedder) as mem:
-        turns = mem.get_history(session, limit, user_id=user, agent_id=agent,
-                                namespace=namespace)  # fmt: skip
+    turns = mem.get_history(session, limit, user_id=user, agent_id=agent,
+                            namespace=namespace)  # fmt: skip
     if as_json:
         echo_json([t.to_dict() for t in turns])
         return
@@ -223,20 +215,18 @@ def session_history(
 
 
 @session_app.command("list")
+@opens_memory
 def session_list(
-    ctx: typer.Context,
+    mem: Memory,
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """List sessions with their number of turns, latest first.
 
     Example: memchentic session list --user sam
     """
-    with memory(ctx, store, embedder) as mem:
-        found = mem.list_sessions(user_id=user, namespace=namespace)
+    found = mem.list_sessions(user_id=user, namespace=namespace)
     if as_json:
         echo_json([{"session_id": sid, "turns": n} for sid, n in found])
         return
@@ -247,23 +237,21 @@ def session_list(
 
 
 @session_app.command("summarize")
+@opens_memory
 def session_summarize(
-    ctx: typer.Context,
+    mem: Memory,
     user: UserOpt = None,
     agent: AgentOpt = None,
     session: SessionOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Write (or replace) the session's summary memory.
 
     Example: memchentic session summarize --user sam --session trip
     """
-    with memory(ctx, store, embedder) as mem:
-        result = mem.summarize_session(session, user_id=user, agent_id=agent,
-                                       namespace=namespace)  # fmt: skip
+    result = mem.summarize_session(session, user_id=user, agent_id=agent,
+                                   namespace=namespace)  # fmt: skip
     print_write(result, as_json)
 
 

@@ -9,9 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from ..identity import Invitation
-from .options import EmbedderOpt, JsonOpt, StoreOpt
+from ..memory import Memory
+from .options import JsonOpt
 from .output import echo_json, new_table, out
-from .runtime import memory
+from .runtime import opens_memory
 
 identity_app = typer.Typer(help="Users and agents.", no_args_is_help=True)
 group_app = typer.Typer(
@@ -51,53 +52,47 @@ def _documented(doc: str) -> Callable[[Callable[..., None]], Callable[..., None]
 
 # --- identities -------------------------------------------------------------------------
 @identity_app.command("create")
+@opens_memory(json_last=True)
 def identity_create(
-    ctx: typer.Context,
+    mem: Memory,
     name: NameArg,
     agent: Annotated[bool, typer.Option("--agent", help="An agent, not a user.")] = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a user (or, with --agent, an agent).
 
     Example: memchentic identity create sophie --agent
     """
-    with memory(ctx, store, embedder) as mem:
-        made = mem.directory.create_identity(name, "agent" if agent else "user")
+    made = mem.directory.create_identity(name, "agent" if agent else "user")
     _show([made], as_json, ["id", "kind", "name"])
 
 
 @identity_app.command("list")
+@opens_memory(json_last=True)
 def identity_list(
-    ctx: typer.Context,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
+    mem: Memory,
     as_json: JsonOpt = False,
 ) -> None:
     """List identities.
 
     Example: memchentic identity list --json
     """
-    with memory(ctx, store, embedder) as mem:
-        found = mem.directory.identities()
+    found = mem.directory.identities()
     _show(found, as_json, ["id", "kind", "name", "created_at"])
 
 
 @identity_app.command("rename")
+@opens_memory
 def identity_rename(
-    ctx: typer.Context,
+    mem: Memory,
     identity: IdentityArg,
     new_name: NameArg,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Rename an identity (its id and memories stay).
 
     Example: memchentic identity rename alice alicia
     """
-    with memory(ctx, store, embedder) as mem:
-        renamed = mem.directory.rename_identity(identity, new_name)
+    renamed = mem.directory.rename_identity(identity, new_name)
     typer.echo(f"renamed {renamed.id} to {renamed.name}")
 
 
@@ -108,55 +103,47 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
 
     @app.command("create")
     @_documented(f"Create a {kind}.\n\n    Example: memchentic {kind} create core --admin alice")
+    @opens_memory
     def create(
-        ctx: typer.Context,
+        mem: Memory,
         name: NameArg,
         admins: AdminsOpt = None,
         members: MembersOpt = None,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            make = mem.directory.create_group if kind == "group" else mem.directory.create_org
-            team = make(name, admins=admins or [], members=members or [])
+        make = mem.directory.create_group if kind == "group" else mem.directory.create_org
+        team = make(name, admins=admins or [], members=members or [])
         typer.echo(f"created {team.namespace}")
 
     @app.command("list")
     @_documented(f"List {kind}s.\n\n    Example: memchentic {kind} list")
+    @opens_memory(json_last=True)
     def list_(
-        ctx: typer.Context,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
+        mem: Memory,
         as_json: JsonOpt = False,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            teams = mem.directory.teams(kind)
+        teams = mem.directory.teams(kind)
         _show(teams, as_json, ["id", "name", "created_at"])
 
     @app.command("rename")
     @_documented(f"Rename a {kind}.\n\n    Example: memchentic {kind} rename core platform")
+    @opens_memory
     def rename(
-        ctx: typer.Context,
+        mem: Memory,
         team: NameArg,
         new_name: NameArg,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            renamed = mem.directory.rename_team(f"{kind}:{team}", new_name)
+        renamed = mem.directory.rename_team(f"{kind}:{team}", new_name)
         typer.echo(f"renamed {renamed.namespace} to {renamed.name}")
 
     @app.command("members")
     @_documented(f"List a {kind}'s members.\n\n    Example: memchentic {kind} members core")
+    @opens_memory(json_last=True)
     def members(
-        ctx: typer.Context,
+        mem: Memory,
         team: NameArg,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            found = mem.directory.members(f"{kind}:{team}")
+        found = mem.directory.members(f"{kind}:{team}")
         _show(found, as_json, ["identity_id", "role", "active"])
 
     @app.command("add-member")
@@ -165,16 +152,14 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         f"    a member is only invited: it joins with `memchentic {kind} accept`.\n\n"
         f"    Example: memchentic {kind} add-member core bob --role admin"
     )
+    @opens_memory
     def add_member(
-        ctx: typer.Context,
+        mem: Memory,
         team: NameArg,
         identity: IdentityArg,
         role: RoleOpt = "member",
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            m = mem.directory.add_member(f"{kind}:{team}", identity, role=role)
+        m = mem.directory.add_member(f"{kind}:{team}", identity, role=role)
         if isinstance(m, Invitation):
             typer.echo(f"invited {identity} to {kind}:{team} as {m.role} (joins on accepting)")
         else:
@@ -185,14 +170,12 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         f"List pending invitations to {kind}s (yours, under --as NAME).\n\n"
         f"    Example: memchentic --as bob {kind} invitations  (memchentic {kind} invitations)"
     )
+    @opens_memory(json_last=True)
     def invitations(
-        ctx: typer.Context,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
+        mem: Memory,
         as_json: JsonOpt = False,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            found = [i for i in mem.directory.invitations() if i.team_kind == kind]
+        found = [i for i in mem.directory.invitations() if i.team_kind == kind]
         _show(found, as_json, ["team_name", "identity_id", "role", "invited_by", "created_at"])
 
     @app.command("accept")
@@ -200,11 +183,9 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         f"Accept an invitation to a {kind} and join it; run it as the invitee (--as).\n\n"
         f"    Example: memchentic --as bob {kind} accept core  (memchentic {kind} accept NAME)"
     )
-    def accept(
-        ctx: typer.Context, team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
-    ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            m = mem.directory.accept(f"{kind}:{team}")
+    @opens_memory
+    def accept(mem: Memory, team: NameArg) -> None:
+        m = mem.directory.accept(f"{kind}:{team}")
         typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
     @app.command("decline")
@@ -212,11 +193,9 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         f"Decline an invitation to a {kind}; run it as the invitee (--as).\n\n"
         f"    Example: memchentic --as bob {kind} decline core  (memchentic {kind} decline NAME)"
     )
-    def decline(
-        ctx: typer.Context, team: NameArg, store: StoreOpt = None, embedder: EmbedderOpt = None
-    ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            done = mem.directory.decline(f"{kind}:{team}")
+    @opens_memory
+    def decline(mem: Memory, team: NameArg) -> None:
+        done = mem.directory.decline(f"{kind}:{team}")
         typer.echo("declined" if done else f"there was no invitation to {kind}:{team}")
 
     @app.command("remove-member")
@@ -224,15 +203,13 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         f"Remove a member from a {kind} (never the last admin).\n\n"
         f"    Example: memchentic {kind} remove-member core bob"
     )
+    @opens_memory
     def remove_member(
-        ctx: typer.Context,
+        mem: Memory,
         team: NameArg,
         identity: IdentityArg,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            removed = mem.directory.remove_member(f"{kind}:{team}", identity)
+        removed = mem.directory.remove_member(f"{kind}:{team}", identity)
         typer.echo(f"removed {identity}" if removed else f"{identity} was not a member")
 
 
@@ -246,15 +223,13 @@ def _activity_command(active: bool, doc: str) -> None:
 
     @org_app.command("activate" if active else "deactivate")
     @_documented(doc)
+    @opens_memory
     def set_active(
-        ctx: typer.Context,
+        mem: Memory,
         org: NameArg,
         identity: IdentityArg,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
     ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            mem.directory.set_active(f"org:{org}", identity, active)
+        mem.directory.set_active(f"org:{org}", identity, active)
         typer.echo(f"{identity} is {state} in org:{org}")
 
 
@@ -276,52 +251,46 @@ _activity_command(
 
 # --- grants ---------------------------------------------------------------------------------
 @grant_app.command("add")
+@opens_memory
 def grant_add(
-    ctx: typer.Context,
+    mem: Memory,
     namespace: NamespaceArg,
     grantee: IdentityArg,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Let an identity read a federated namespace.
 
     Example: memchentic grant add federated:acme:alice dave
     """
-    with memory(ctx, store, embedder) as mem:
-        grant = mem.directory.grant(namespace, grantee)
+    grant = mem.directory.grant(namespace, grantee)
     typer.echo(f"{grant.grantee} can read {grant.namespace}")
 
 
 @grant_app.command("revoke")
+@opens_memory
 def grant_revoke(
-    ctx: typer.Context,
+    mem: Memory,
     namespace: NamespaceArg,
     grantee: IdentityArg,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Take a grant back; the namespace disappears for the grantee at once.
 
     Example: memchentic grant revoke federated:acme:alice dave
     """
-    with memory(ctx, store, embedder) as mem:
-        revoked = mem.directory.revoke(namespace, grantee)
+    revoked = mem.directory.revoke(namespace, grantee)
     typer.echo("revoked" if revoked else "there was no such grant")
 
 
 @grant_app.command("list")
+@opens_memory(json_last=True)
 def grant_list(
-    ctx: typer.Context,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
+    mem: Memory,
     as_json: JsonOpt = False,
 ) -> None:
     """List grants.
 
     Example: memchentic grant list --json
     """
-    with memory(ctx, store, embedder) as mem:
-        found = mem.directory.grants()
+    found = mem.directory.grants()
     _show(found, as_json, ["namespace", "grantee", "created_at"])
 
 

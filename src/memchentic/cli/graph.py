@@ -7,28 +7,27 @@ from typing import Annotated
 
 import typer
 
-from .options import EmbedderOpt, JsonOpt, MemoryIdArg, NamespaceOpt, StoreOpt, UserOpt
+from ..memory import Memory
+from .options import JsonOpt, MemoryIdArg, NamespaceOpt, UserOpt
 from .output import echo_json, new_table, out
-from .runtime import memory
+from .runtime import opens_memory
 
 
+@opens_memory(json_last=True)
 def consolidate(
-    ctx: typer.Context,
+    mem: Memory,
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report the clusters, change nothing.")
     ] = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Fold clusters of near-duplicate entries into their strongest member.
 
     Example: memchentic consolidate --user alice --dry-run
     """
-    with memory(ctx, store, embedder) as mem:
-        report = mem.consolidate(user_id=user, namespace=namespace, dry_run=dry_run)
+    report = mem.consolidate(user_id=user, namespace=namespace, dry_run=dry_run)
     if as_json:
         echo_json(report.to_dict())
         return
@@ -39,20 +38,18 @@ def consolidate(
     typer.echo(f"{verb} {report.merged} memories in {len(report.clusters)} clusters")
 
 
+@opens_memory(json_last=True)
 def neighbors(
-    ctx: typer.Context,
+    mem: Memory,
     memory_id: MemoryIdArg,
     depth: Annotated[int, typer.Option("--depth", help="Hops, 1 to 3.")] = 1,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Memories connected to one memory through edges and shared entities.
 
     Example: memchentic neighbors 01J... --depth 2
     """
-    with memory(ctx, store, embedder) as mem:
-        found = mem.neighbors(memory_id, depth)
+    found = mem.neighbors(memory_id, depth)
     if as_json:
         echo_json([n.to_dict() for n in found])
         return
@@ -62,22 +59,20 @@ def neighbors(
     out().print(table)
 
 
+@opens_memory(json_last=True)
 def ask(
-    ctx: typer.Context,
+    mem: Memory,
     question: Annotated[str, typer.Argument(help="The question.")],
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="Passages from search.")] = 10,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer from memory: cited passages, and an answer when CHAT_BASE_URL is set.
 
     Example: memchentic ask "Where does Maya live?" --user maya
     """
-    with memory(ctx, store, embedder) as mem:
-        result = mem.ask(question, user_id=user, namespace=namespace, limit=limit)
+    result = mem.ask(question, user_id=user, namespace=namespace, limit=limit)
     if as_json:
         echo_json(result.to_dict())
         return

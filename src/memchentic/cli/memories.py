@@ -16,12 +16,10 @@ from ..memory import Memory
 from ..record import MemoryRecord, SearchHit
 from .options import (
     AgentOpt,
-    EmbedderOpt,
     IncludeExpiredOpt,
     JsonOpt,
     MemoryIdArg,
     NamespaceOpt,
-    StoreOpt,
     TagsOpt,
     TypesOpt,
     UserOpt,
@@ -39,7 +37,7 @@ from .output import (
     print_write,
     progress_bar,
 )
-from .runtime import memory, write_by_id
+from .runtime import opens_memory, write_by_id
 
 #: The signals of the rrf profile, shown as columns by ``search --trace``.
 RRF_SIGNALS: tuple[str, ...] = ("match", "freshness", "path", "confidence", "usage")
@@ -81,8 +79,9 @@ def _stdin_or(text: str) -> str:
     return sys.stdin.read() if text == "-" else text
 
 
+@opens_memory
 def add(
-    ctx: typer.Context,
+    mem: Memory,
     text: Annotated[str, typer.Argument(help="The memory's content ('-' reads stdin).")],
     type_: Annotated[str | None, typer.Option("--type", help="Type, e.g. preference.")] = None,
     user: UserOpt = None,
@@ -111,8 +110,6 @@ def add(
         typer.Option("--on-duplicate", help="refuse, reinforce or keep (default: settings)."),
     ] = None,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Remember one memory; prints what happened (added, refused, ...) and the id.
 
@@ -135,13 +132,13 @@ def add(
     }
     options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     content = _stdin_or(text)
-    with memory(ctx, store, embedder) as mem:
-        result = mem.add(content, **options)
+    result = mem.add(content, **options)
     print_write(result, as_json)
 
 
+@opens_memory
 def search(
-    ctx: typer.Context,
+    mem: Memory,
     query: Annotated[str, typer.Argument(help="What to look for.")],
     user: UserOpt = None,
     agent: AgentOpt = None,
@@ -166,28 +163,25 @@ def search(
         bool, typer.Option("--trace", help="Show the ranking signals of each hit.")
     ] = False,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Search memories, best first: rank, score, id, type and text.
 
     Example: memchentic search "what does Sam drink" --user sam --limit 5 --trace
     """
-    with memory(ctx, store, embedder) as mem:
-        hits: Sequence[SearchHit] = mem.search(
-            query,
-            user_id=user,
-            agent_id=agent,
-            namespace=namespace,
-            limit=limit,
-            profile=profile,
-            type=type_ or None,
-            tags=tag or None,
-            path_hint=path,
-            repo=repo,
-            include_expired=include_expired,
-            include_trace=trace,
-        )
+    hits: Sequence[SearchHit] = mem.search(
+        query,
+        user_id=user,
+        agent_id=agent,
+        namespace=namespace,
+        limit=limit,
+        profile=profile,
+        type=type_ or None,
+        tags=tag or None,
+        path_hint=path,
+        repo=repo,
+        include_expired=include_expired,
+        include_trace=trace,
+    )
     if as_json:
         echo_json([hit.to_dict() for hit in hits])
         return
@@ -211,27 +205,26 @@ def search(
     out().print(table)
 
 
+@opens_memory
 def get(
-    ctx: typer.Context,
+    mem: Memory,
     memory_id: MemoryIdArg,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Show one memory with all its fields (counts as a recall).
 
     Example: memchentic get 01JB7Q3W5V8N2C4D6F8G0H1J2K --json
     """
-    with memory(ctx, store, embedder) as mem:
-        record = mem.get(memory_id)
+    record = mem.get(memory_id)
     if as_json:
         echo_json(record.to_dict())
     else:
         out().print(fields_table(record.to_dict()))
 
 
+@opens_memory
 def list_(
-    ctx: typer.Context,
+    mem: Memory,
     user: UserOpt = None,
     agent: AgentOpt = None,
     namespace: NamespaceOpt = None,
@@ -239,22 +232,19 @@ def list_(
     limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
     include_expired: IncludeExpiredOpt = False,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """List memories in scope, newest first.
 
     Example: memchentic list --user sam --type preference --limit 20
     """
-    with memory(ctx, store, embedder) as mem:
-        records = mem.list(
-            user_id=user,
-            agent_id=agent,
-            namespace=namespace,
-            type=type_ or None,
-            limit=limit,
-            include_expired=include_expired,
-        )
+    records = mem.list(
+        user_id=user,
+        agent_id=agent,
+        namespace=namespace,
+        type=type_ or None,
+        limit=limit,
+        include_expired=include_expired,
+    )
     if as_json:
         echo_json([r.to_dict() for r in records])
     elif not records:
@@ -263,21 +253,19 @@ def list_(
         out().print(_records_table(records))
 
 
+@opens_memory
 def revise(
-    ctx: typer.Context,
+    mem: Memory,
     memory_id: MemoryIdArg,
     text: Annotated[str, typer.Argument(help="The new content ('-' reads stdin).")],
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Replace a memory's content (keeps its id; the old text stays in its history).
 
     Example: memchentic revise 01JB7Q3W5V8N2C4D6F8G0H1J2K "Sam now prefers coffee"
     """
     content = _stdin_or(text)
-    with memory(ctx, store, embedder) as mem:
-        result = mem.revise(memory_id, content)
+    result = mem.revise(memory_id, content)
     print_write(result, as_json)
 
 
@@ -290,19 +278,17 @@ delete = write_by_id(
 )
 
 
+@opens_memory
 def history(
-    ctx: typer.Context,
+    mem: Memory,
     memory_id: MemoryIdArg,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Every version of a memory, oldest first: who changed what, when.
 
     Example: memchentic history 01JB7Q3W5V8N2C4D6F8G0H1J2K
     """
-    with memory(ctx, store, embedder) as mem:
-        versions = mem.history(memory_id)
+    versions = mem.history(memory_id)
     if as_json:
         echo_json([v.to_dict() for v in versions])
         return
@@ -319,21 +305,19 @@ def history(
     out().print(table)
 
 
+@opens_memory
 def gc(
-    ctx: typer.Context,
+    mem: Memory,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only show what would be deleted.")
     ] = False,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Delete memories expired long ago and ones whose confidence decayed away.
 
     Example: memchentic gc --dry-run
     """
-    with memory(ctx, store, embedder) as mem:
-        report = mem.gc(dry_run=dry_run)
+    report = mem.gc(dry_run=dry_run)
     if as_json:
         echo_json(report)
         return
@@ -347,38 +331,35 @@ def gc(
             console.print(f"  {reason} {memory_id}")
 
 
+@opens_memory
 def export(
-    ctx: typer.Context,
+    mem: Memory,
     file: Annotated[str, typer.Argument(metavar="FILE", help="Output file; '-' is stdout.")],
     vectors: Annotated[
         bool, typer.Option("--vectors/--no-vectors", help="Include the embedding vectors.")
     ] = True,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Export every memory, edge and version as JSON Lines (lossless).
 
     Example: memchentic export backup.jsonl --no-vectors
     """
-    with memory(ctx, store, embedder) as mem:
-        try:
-            lines = mem.export(sys.stdout if file == "-" else file, vectors=vectors)
-        except OSError as exc:
-            fail(f"cannot write {file}: {exc.strerror or exc}")
+    try:
+        lines = mem.export(sys.stdout if file == "-" else file, vectors=vectors)
+    except OSError as exc:
+        fail(f"cannot write {file}: {exc.strerror or exc}")
     where = "stdout" if file == "-" else file
     console = err() if file == "-" else out()
     console.print(Text(f"exported {lines} lines to {where}"))
 
 
+@opens_memory
 def import_(
-    ctx: typer.Context,
+    mem: Memory,
     file: Annotated[str, typer.Argument(metavar="FILE", help="An export file; '-' is stdin.")],
     strict: Annotated[
         bool, typer.Option("--strict", help="Any bad line: import nothing, exit 1.")
     ] = False,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Import an export; bad lines are reported with their numbers and skipped.
 
@@ -386,11 +367,10 @@ def import_(
 
     Example: memchentic import backup.jsonl --strict
     """
-    with memory(ctx, store, embedder) as mem:
-        try:
-            report = mem.import_(sys.stdin if file == "-" else file, strict=strict)
-        except OSError as exc:
-            fail(f"cannot read {file}: {exc.strerror or exc}")
+    try:
+        report = mem.import_(sys.stdin if file == "-" else file, strict=strict)
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror or exc}")
     console = err()
     for number, message in report.errors:
         console.print(Text(f"line {number}: {message}", style="yellow"))
@@ -410,11 +390,8 @@ def import_(
         raise typer.Exit(1)
 
 
-def reindex(
-    ctx: typer.Context,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
-) -> None:
+@opens_memory(check_embedder=False)
+def reindex(mem: Memory) -> None:
     """Re-embed every memory with --embedder and record the new model in the store.
 
     Needed after changing the embedder or its dimension: the store refuses to open
@@ -422,32 +399,28 @@ def reindex(
 
     Example: memchentic reindex --embedder local
     """
-    with memory(ctx, store, embedder, check_embedder=False) as mem:
-        with progress_bar("re-embedding") as progress:
-            task = progress.add_task("reindex", total=None)
+    with progress_bar("re-embedding") as progress:
+        task = progress.add_task("reindex", total=None)
 
-            def advance(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total)
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
 
-            count = mem.reindex(progress=advance)
-        identity = mem.embedder.identity
-    out().print(f"reindexed {count} memories with {identity}")
+        count = mem.reindex(progress=advance)
+    out().print(f"reindexed {count} memories with {mem.embedder.identity}")
 
 
+@opens_memory
 def stats(
-    ctx: typer.Context,
+    mem: Memory,
     user: UserOpt = None,
     namespace: NamespaceOpt = None,
     as_json: JsonOpt = False,
-    store: StoreOpt = None,
-    embedder: EmbedderOpt = None,
 ) -> None:
     """Counts: memories (live, expired, superseded), edges, versions, by type and kind.
 
     Example: memchentic stats --json
     """
-    with memory(ctx, store, embedder) as mem:
-        report = mem.stats(user_id=user, namespace=namespace)
+    report = mem.stats(user_id=user, namespace=namespace)
     if as_json:
         echo_json(report)
     else:

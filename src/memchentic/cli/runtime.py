@@ -7,10 +7,13 @@ Below every command group; above :mod:`.options` and :mod:`.output` only.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pydantic
 import typer
@@ -130,20 +133,48 @@ def embedder_mismatch(
     return model, dim, wanted
 
 
+def _shared(ctx: typer.Context, store: StoreOpt = None, embedder: EmbedderOpt = None) -> None:
+    """The parameters :func:`opens_memory` gives a command (never called)."""
+
+
+def opens_memory(
+    func: Callable[..., None] | None = None, *, check_embedder: bool = True, json_last: bool = False
+) -> Any:
+    """Make ``func(mem, **options)`` a command: it gains ``--store`` and ``--embedder``
+    after its own options (before its last one, ``--json``, with ``json_last``) and
+    runs with the :class:`~memchentic.Memory` they open, as the ``--as`` identity of
+    the typer context."""
+
+    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+        own = list(inspect.signature(func, eval_str=True).parameters.values())[1:]
+        ctx_param, *store_options = inspect.signature(_shared, eval_str=True).parameters.values()
+        head, tail = (own[:-1], own[-1:]) if json_last else (own, [])
+        params = [ctx_param, *head, *store_options, *tail]
+
+        @functools.wraps(func)
+        def command(
+            ctx: typer.Context,
+            store: str | None = None,
+            embedder: str | None = None,
+            **options: Any,
+        ) -> None:
+            with memory(ctx, store, embedder, check_embedder=check_embedder) as mem:
+                func(mem, **options)
+
+        del command.__wrapped__  # typer reads the signature below, not func's
+        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return decorate if func is None else decorate(func)
+
+
 def write_by_id(operation: Callable[[Memory, str], WriteResult], doc: str) -> Callable[..., None]:
     """A command ``NAME ID [--json]`` that runs one write of ``Memory`` on the memory
     and prints its result (delete, pin, unpin)."""
 
-    def command(
-        ctx: typer.Context,
-        memory_id: MemoryIdArg,
-        as_json: JsonOpt = False,
-        store: StoreOpt = None,
-        embedder: EmbedderOpt = None,
-    ) -> None:
-        with memory(ctx, store, embedder) as mem:
-            result = operation(mem, memory_id)
-        print_write(result, as_json)
+    def command(mem: Memory, memory_id: MemoryIdArg, as_json: JsonOpt = False) -> None:
+        print_write(operation(mem, memory_id), as_json)
 
     command.__doc__ = doc
-    return command
+    return opens_memory(command)
