@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -22,52 +22,8 @@ import numpy as np
 from ..identity import Grant, Identity, Invitation, Membership, Team
 from ..lifetime import DecayScan
 from ..record import Edge, Event, MemoryRecord, Turn, Version
-
-
-@dataclass(slots=True)
-class MemoryFilter:
-    """Which rows a read may see. ``namespaces=None`` means every namespace
-    (only the trusted local principal gets that)."""
-
-    namespaces: Sequence[str] | None = None
-    now: datetime | None = None
-    types: Sequence[str] | None = None
-    kinds: Sequence[str] | None = None
-    tags: Sequence[str] | None = None  # a memory must carry all of them
-    path_hint: str | None = None  # keeps memories whose path matches, or that have none
-    repo: str | None = None  # keeps memories of that repo, or of none
-    user_id: str | None = None
-    agent_id: str | None = None  # keeps that agent's memories and the agent-less ones
-    slot_prefix: str | None = None
-    include_expired: bool = False
-    include_superseded: bool = False
-    as_of: datetime | None = None
-    pinned: bool | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    exclude_ids: Sequence[str] = field(default_factory=tuple)
-    #: Rank with statistics of the visible rows only (untrusted callers): keyword
-    #: scores and order must not depend on rows the caller cannot see.
-    isolated: bool = False
-
-    def is_unrestricted(self) -> bool:
-        """True when every live row passes (no namespace or field restriction)."""
-        return (
-            self.namespaces is None
-            and not self.types
-            and not self.kinds
-            and not self.tags
-            and self.path_hint is None
-            and self.repo is None
-            and self.user_id is None
-            and self.agent_id is None
-            and self.slot_prefix is None
-            and self.as_of is None
-            and self.pinned is None
-            and self.created_after is None
-            and self.created_before is None
-            and not self.exclude_ids
-        )
+from .filters import MemoryFilter
+from .integrity import generic_check
 
 
 class RankRow(NamedTuple):
@@ -556,8 +512,6 @@ class Store(ABC):
         the checks the interface allows (the rest are ``skipped``); backends
         override it to also check their indexes and database.
         """
-        from .integrity import generic_check
-
         with self.snapshot():
             return generic_check(self).to_dict()
 

@@ -33,13 +33,14 @@ Check names (a backend runs those it can, and marks the others ``skipped``):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .base import Store
+from ..record import Edge, MemoryRecord, Version
+from .filters import MemoryFilter
 
 #: Every check, in report order.
 CHECKS: tuple[str, ...] = (
@@ -110,12 +111,25 @@ def vector_problems(
     return missing, bad
 
 
-def generic_check(store: Store, backend: str | None = None) -> IntegrityReport:
+class Checked(Protocol):
+    """What :func:`generic_check` reads of a store: part of the
+    :class:`~memchentic.store.base.Store` interface (which calls it, so this
+    module does not import that one)."""
+
+    location: str
+
+    def schema_version(self) -> int: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def iter_memories(self, flt: MemoryFilter, batch: int = 500) -> Iterator[MemoryRecord]: ...
+    def iter_edges(self) -> Iterator[Edge]: ...
+    def iter_versions(self) -> Iterator[Version]: ...
+
+
+def generic_check(store: Checked, backend: str | None = None) -> IntegrityReport:
     """The checks that need only the :class:`Store` interface: schema version (set),
     vectors (present, sized, finite), orphan edges, supersession and versions.
     Index internals are left to the backend's own :meth:`Store.check`."""
-    from .base import MemoryFilter
-
     report = IntegrityReport(backend or type(store).__name__, store.location)
     report.schema_version = store.schema_version()
     report.record("schema_version", [] if report.schema_version > 0 else ["no migrations"])

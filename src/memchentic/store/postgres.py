@@ -24,7 +24,6 @@ from ..record import Edge, MemoryRecord, Version
 from .base import MemoryFilter, RankRow, Store, StoreStats
 from .postgres_check import PostgresCheck
 from .postgres_connect import open_location
-from .postgres_directory import PostgresDirectory
 from .postgres_extra import PostgresExtras
 from .postgres_rows import (
     COLUMNS,
@@ -40,6 +39,7 @@ from .postgres_rows import (
     where,
 )
 from .postgres_search import RANK_COLUMNS, PostgresSearch, keep_rank_rows
+from .tables import DirectoryTables, LogTables
 
 _ENTITY_SQL = "SELECT unnest(%s::text[])"
 
@@ -49,7 +49,9 @@ def _entity_names(entities: Sequence[str]) -> list[str]:
     return sorted({e.strip().lower() for e in entities if e.strip()})
 
 
-class PostgresStore(PostgresSearch, PostgresDirectory, PostgresExtras, PostgresCheck, Store):
+class PostgresStore(
+    PostgresSearch, DirectoryTables, LogTables, PostgresExtras, PostgresCheck, Store
+):
     """A memchentic store in one schema of a PostgreSQL database (pgvector required)."""
 
     def __init__(

@@ -1,21 +1,23 @@
-"""Events, session turns, single edges, session and entity neighbourhoods of the
-PostgreSQL store."""
+"""Single edges, and session and entity neighbourhoods of the PostgreSQL store."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
-from ..record import Edge, Event, Turn
+from ..record import Edge
 from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
+from .dialect import Dialect
 from .postgres_connect import PgConnections
-from .postgres_rows import EDGE_COLUMNS, jsonb, row_to_edge, utc, where
+from .postgres_rows import EDGE_COLUMNS, POSTGRES, row_to_edge, utc, where
 
 
 class PostgresExtras(PgConnections):
-    """Mixin for :class:`~memchentic.store.postgres.PostgresStore`."""
+    """Mixin for :class:`~memchentic.store.postgres.PostgresStore`; its
+    :class:`~.tables.SqlHost` primitives are :class:`PgConnections`'."""
+
+    dialect: Dialect = POSTGRES
 
     def entity_neighbours(
         self, memory_id: str, flt: MemoryFilter, *, limit: int
@@ -59,76 +61,3 @@ class PostgresExtras(PgConnections):
     def get_edge(self, edge_id: str) -> Edge | None:
         row = self._row(f"SELECT {EDGE_COLUMNS} FROM edges WHERE id = %s", (edge_id,))
         return row_to_edge(row) if row else None
-
-    def add_event(self, event: Event) -> None:
-        self.add_events([event])
-
-    def add_events(self, events: Sequence[Event]) -> None:
-        # Under the store's write lock, so events commit in the order of their
-        # sequence numbers and a reader paging with ``since`` never skips one.
-        self._write_alone(
-            "INSERT INTO events (id, type, at, actor, namespace, memory_id, payload) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [(e.id, e.type, e.at, e.actor, e.namespace, e.memory_id,
-              jsonb(e.payload, "payload")) for e in events],
-        )  # fmt: skip
-
-    def events(
-        self,
-        *,
-        namespaces: Sequence[str] | None,
-        since: str | None = None,
-        types: Sequence[str] | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
-        sql = "SELECT id, type, at, actor, namespace, memory_id, payload FROM events WHERE TRUE"
-        args: list[Any] = []
-        if since is not None:
-            sql += " AND seq > COALESCE((SELECT seq FROM events WHERE id = %s), 0)"
-            args.append(since)
-        if namespaces is not None:
-            sql += " AND namespace = ANY(%s)"
-            args.append(list(namespaces))
-        if types:
-            sql += " AND type = ANY(%s)"
-            args.append(list(types))
-        rows = self._rows(sql + " ORDER BY seq LIMIT %s", (*args, limit))
-        return [
-            Event(i, t, utc(at), actor, ns, mid, payload)  # type: ignore[arg-type]
-            for i, t, at, actor, ns, mid, payload in rows
-        ]
-
-    def prune_events(self, before: datetime) -> int:
-        return self._run("DELETE FROM events WHERE at < %s", (before,))
-
-    def add_turn(self, turn: Turn) -> None:
-        self._write_alone(
-            "INSERT INTO turns (id, session_id, namespace, role, content, at, metadata) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [(turn.id, turn.session_id, turn.namespace, turn.role, turn.content, turn.at,
-              jsonb(turn.metadata))],
-        )  # fmt: skip
-
-    def turns(self, session_id: str, *, namespace: str | None, limit: int) -> list[Turn]:
-        sql = (
-            "SELECT id, session_id, namespace, role, content, at, metadata FROM turns "
-            "WHERE session_id = %s"
-        )
-        args: list[Any] = [session_id]
-        if namespace is not None:
-            sql += " AND namespace = %s"
-            args.append(namespace)
-        rows = self._rows(sql + " ORDER BY seq DESC LIMIT %s", (*args, limit))
-        return [
-            Turn(i, s, ns, role, content, utc(at), meta)  # type: ignore[arg-type]
-            for i, s, ns, role, content, at, meta in reversed(rows)
-        ]
-
-    def sessions(self, *, namespaces: Sequence[str] | None) -> list[tuple[str, int]]:
-        sql = "SELECT session_id, count(*) FROM turns"
-        args: list[Any] = []
-        if namespaces is not None:
-            sql += " WHERE namespace = ANY(%s)"
-            args.append(list(namespaces))
-        rows = self._rows(sql + " GROUP BY session_id ORDER BY max(seq) DESC", args)
-        return [(sid, int(n)) for sid, n in rows]

@@ -1,11 +1,13 @@
-"""Row mapping and filter SQL for the PostgreSQL store (kept apart to keep
+"""Row mapping and the SQL dialect of the PostgreSQL store (kept apart to keep
 ``postgres.py`` short). Mirrors ``sqlite_rows.py`` with native types: timestamps
 are ``timestamptz``, lists and objects ``jsonb``, flags ``boolean``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -14,8 +16,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import ValidationError
 from ..record import Edge, MemoryRecord, Version
-from ..text import folder
-from .base import MemoryFilter
+from .dialect import Dialect
 
 #: Columns in insert order (``key`` is assigned by PostgreSQL, ``tsv`` by the store).
 COLUMNS: tuple[str, ...] = (
@@ -99,79 +100,40 @@ def row_to_version(row: tuple[Any, ...]) -> Version:
     return Version(memory_id, version, op, actor, utc(at), changes, snapshot)  # type: ignore[arg-type]
 
 
-def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
-    """The SQL condition and parameters for a filter (always a valid expression)."""
-    a = alias
-    parts: list[str] = []
-    params: list[Any] = []
-    if flt.namespaces is not None:
-        if not flt.namespaces:
-            return "FALSE", []
-        parts.append(f"{a}.namespace = ANY(%s)")
-        params.append(list(flt.namespaces))
-    if flt.types:
-        parts.append(f"{a}.type = ANY(%s)")
-        params.append(list(flt.types))
-    if flt.kinds:
-        parts.append(f"{a}.kind = ANY(%s)")
-        params.append(list(flt.kinds))
-    if flt.tags:  # every tag: jsonb containment (the GIN index answers it)
-        parts.append(f"{a}.tags @> %s")
-        params.append(Jsonb(list(dict.fromkeys(flt.tags))))
-    if flt.path_hint is not None:
-        # A memory applies when its path hint is empty or lies on the same path, by
-        # whole segments (signals.paths_match): equal, its hint a folder of the
-        # query's path, or the query's path a folder of its hint.
-        q = flt.path_hint
-        parts.append(
-            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR {a}.path_hint = %s OR "
-            f"left(%s, length({a}.path_hint) + 1) = {a}.path_hint || '/' OR "
-            f"(right({a}.path_hint, 1) = '/' AND left(%s, length({a}.path_hint)) "
-            f"= {a}.path_hint) OR left({a}.path_hint, length(%s)) = %s)"
-        )
-        params.extend([q, q, q, folder(q), folder(q)])
-    if flt.repo is not None:
-        parts.append(f"({a}.repo IS NULL OR {a}.repo = '' OR {a}.repo = %s)")
-        params.append(flt.repo)
-    if flt.user_id is not None:
-        parts.append(f"{a}.user_id = %s")
-        params.append(flt.user_id)
-    if flt.agent_id is not None:
-        parts.append(f"({a}.agent_id IS NULL OR {a}.agent_id = %s)")
-        params.append(flt.agent_id)
-    if flt.slot_prefix is not None:
-        parts.append(f"left({a}.slot_key, length(%s)) = %s")
-        params.extend([flt.slot_prefix, flt.slot_prefix])
-    if not flt.include_expired and flt.now is not None:
-        parts.append(f"({a}.expires_at IS NULL OR {a}.expires_at > %s)")
-        params.append(flt.now)
-    if not flt.include_superseded and flt.as_of is None:
-        parts.append(f"{a}.superseded_by IS NULL")
-    elif not flt.include_superseded:  # as of then: unless what superseded it did not
-        # hold then (graph/supersession.py; issue 20, item 12)
-        parts.append(
-            f"({a}.superseded_by IS NULL OR NOT EXISTS (SELECT 1 FROM memories sup "
-            f"WHERE sup.id = {a}.superseded_by AND "
-            "COALESCE(sup.valid_from, sup.created_at) <= %s AND "
-            "(sup.valid_to IS NULL OR sup.valid_to > %s)))"
-        )
-        params.extend([flt.as_of, flt.as_of])
-    if flt.as_of is not None:
-        parts.append(
-            f"(COALESCE({a}.valid_from, {a}.created_at) <= %s AND "
-            f"({a}.valid_to IS NULL OR {a}.valid_to > %s))"
-        )
-        params.extend([flt.as_of, flt.as_of])
-    if flt.pinned is not None:
-        parts.append(f"{a}.pinned = %s")
-        params.append(bool(flt.pinned))
-    if flt.created_after is not None:
-        parts.append(f"{a}.created_at >= %s")
-        params.append(flt.created_after)
-    if flt.created_before is not None:
-        parts.append(f"{a}.created_at < %s")
-        params.append(flt.created_before)
-    if flt.exclude_ids:
-        parts.append(f"NOT ({a}.id = ANY(%s))")
-        params.append(list(flt.exclude_ids))
-    return (" AND ".join(parts) or "TRUE"), params
+class PostgresDialect(Dialect):
+    """PostgreSQL: ``%s`` parameters (so a literal ``%`` is doubled), native
+    timestamps and flags, ``jsonb``, arrays for lists of values, and jsonb
+    containment for tags (the GIN index answers it)."""
+
+    name = "postgres"
+    true = "TRUE"
+    false = "FALSE"
+
+    @functools.lru_cache(maxsize=512)  # noqa: B019 (one instance, lives as long as the module)
+    def sql(self, text: str) -> str:
+        return text.replace("%", "%%").replace("?", "%s")
+
+    def value(self, value: Any) -> Any:
+        return value
+
+    def read_time(self, value: Any) -> datetime | None:
+        return utc(value)
+
+    def json(self, value: Any, field: str = "metadata") -> Any:
+        return jsonb(value, field)
+
+    def read_json(self, value: Any) -> Any:
+        return value
+
+    def any_of(
+        self, column: str, values: Sequence[Any], negate: bool = False
+    ) -> tuple[str, list[Any]]:
+        return (f"NOT ({column} = ANY(?))" if negate else f"{column} = ANY(?)"), [list(values)]
+
+    def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
+        return f"{alias}.tags @> ?", [Jsonb(list(dict.fromkeys(tags)))]
+
+
+POSTGRES = PostgresDialect()
+#: The SQL condition and parameters for a filter (:meth:`Dialect.where`).
+where = POSTGRES.where

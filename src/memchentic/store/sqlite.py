@@ -38,7 +38,6 @@ from .migrations.sqlite import MIGRATIONS, TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
-from .sqlite_directory import SQLiteDirectory
 from .sqlite_extra import SQLiteExtras
 from .sqlite_files import make_folder, open_error, probe, store_leftovers, truncate_wal
 from .sqlite_isolated import SQLiteIsolated
@@ -52,6 +51,7 @@ from .sqlite_rows import (
     to_json,
     where,
 )
+from .tables import DirectoryTables, LogTables
 from .vectors import VectorIndex
 
 #: The columns of a :class:`RankRow`, in its order.
@@ -93,7 +93,7 @@ _LOCK_RETRIES = 8
 MMAP_BYTES = 1 << 34
 
 
-class SQLiteStore(SQLiteCheck, SQLiteDirectory, SQLiteExtras, SQLiteIsolated, Store):
+class SQLiteStore(SQLiteCheck, DirectoryTables, LogTables, SQLiteExtras, SQLiteIsolated, Store):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data)."""
 

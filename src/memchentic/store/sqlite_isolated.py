@@ -88,9 +88,7 @@ class SQLiteIsolated:
         terms = {t for _, t in pairs}
         freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
         avg_len = sum(length for _, length in docs) / len(docs) or 1.0
-        idf = {
-            t: math.log(1.0 + (total - freqs[t] + 0.5) / (freqs[t] + 0.5)) for t in terms
-        }
+        idf = {t: math.log(1.0 + (total - freqs[t] + 0.5) / (freqs[t] + 0.5)) for t in terms}
         scored = []
         for (rowid, memory_id, *_), (tf, length) in zip(rows, docs, strict=True):
             norm = K1 * (1 - B + B * length / avg_len)

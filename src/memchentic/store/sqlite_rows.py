@@ -1,16 +1,17 @@
-"""Row mapping and filter SQL for the SQLite store (kept apart to keep ``sqlite.py`` short)."""
+"""Row mapping and the SQL dialect of the SQLite store (kept apart to keep
+``sqlite.py`` short)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from ..clock import from_text, to_text
 from ..record import Edge, MemoryRecord, Version
-from ..text import folder
-from .base import MemoryFilter
+from .dialect import Dialect
 
 #: Columns in insert order (``rowid`` is assigned by SQLite).
 COLUMNS: tuple[str, ...] = (
@@ -26,6 +27,8 @@ SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 #: ``json.dumps(value, ensure_ascii=False)``, without building an encoder a call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
 _quote = json.encoder.encode_basestring  # what that encoder quotes strings with
+#: ``json.dumps(value, ensure_ascii=False, default=str)``, for payloads and metadata.
+_payload_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def to_json(value: Any) -> str:
@@ -105,83 +108,42 @@ def row_to_version(row: tuple[Any, ...]) -> Version:
     )
 
 
-def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
-    """The SQL condition and parameters for a filter (always a valid expression)."""
-    a = alias
-    parts: list[str] = []
-    params: list[Any] = []
+class SQLiteDialect(Dialect):
+    """SQLite: ``?`` parameters, timestamps as ``clock.to_text`` (text that sorts in
+    time order), flags as 0 and 1, JSON as text, lists of values spelled out."""
 
-    def any_of(column: str, values: Any) -> None:
-        values = list(values)
-        parts.append(f"{a}.{column} IN ({', '.join('?' * len(values))})")
-        params.extend(values)
+    name = "sqlite"
+    true = "1"
+    false = "0"
 
-    if flt.namespaces is not None:
-        if not flt.namespaces:
-            return "0", []
-        any_of("namespace", flt.namespaces)
-    if flt.types:
-        any_of("type", flt.types)
-    if flt.kinds:
-        any_of("kind", flt.kinds)
-    for tag in flt.tags or ():
-        parts.append(f"EXISTS (SELECT 1 FROM json_each({a}.tags) WHERE json_each.value = ?)")
-        params.append(tag)
-    if flt.path_hint is not None:
-        # A memory applies when its path hint is empty or lies on the same path, by
-        # whole segments (signals.paths_match): equal, its hint a folder of the
-        # query's path, or the query's path a folder of its hint.
-        q = flt.path_hint
-        parts.append(
-            f"({a}.path_hint IS NULL OR {a}.path_hint = '' OR {a}.path_hint = ? OR "
-            f"substr(?, 1, length({a}.path_hint) + 1) = {a}.path_hint || '/' OR "
-            f"(substr({a}.path_hint, -1) = '/' AND substr(?, 1, length({a}.path_hint)) "
-            f"= {a}.path_hint) OR substr({a}.path_hint, 1, length(?)) = ?)"
-        )
-        params.extend([q, q, q, folder(q), folder(q)])
-    if flt.repo is not None:
-        parts.append(f"({a}.repo IS NULL OR {a}.repo = '' OR {a}.repo = ?)")
-        params.append(flt.repo)
-    if flt.user_id is not None:
-        parts.append(f"{a}.user_id = ?")
-        params.append(flt.user_id)
-    if flt.agent_id is not None:
-        parts.append(f"({a}.agent_id IS NULL OR {a}.agent_id = ?)")
-        params.append(flt.agent_id)
-    if flt.slot_prefix is not None:
-        parts.append(f"substr({a}.slot_key, 1, length(?)) = ?")
-        params.extend([flt.slot_prefix, flt.slot_prefix])
-    if not flt.include_expired and flt.now is not None:
-        parts.append(f"({a}.expires_at IS NULL OR {a}.expires_at > ?)")
-        params.append(to_text(flt.now))
-    if not flt.include_superseded and flt.as_of is None:
-        parts.append(f"{a}.superseded_by IS NULL")
-    elif not flt.include_superseded:  # as of then: unless what superseded it did not
-        # hold then (graph/supersession.py; issue 20, item 12)
-        parts.append(
-            f"({a}.superseded_by IS NULL OR NOT EXISTS (SELECT 1 FROM memories sup "
-            f"WHERE sup.id = {a}.superseded_by AND "
-            "COALESCE(sup.valid_from, sup.created_at) <= ? AND "
-            "(sup.valid_to IS NULL OR sup.valid_to > ?)))"
-        )
-        params.extend([to_text(flt.as_of)] * 2)
-    if flt.as_of is not None:
-        when = to_text(flt.as_of)
-        parts.append(
-            f"(COALESCE({a}.valid_from, {a}.created_at) <= ? AND "
-            f"({a}.valid_to IS NULL OR {a}.valid_to > ?))"
-        )
-        params.extend([when, when])
-    if flt.pinned is not None:
-        parts.append(f"{a}.pinned = ?")
-        params.append(1 if flt.pinned else 0)
-    if flt.created_after is not None:
-        parts.append(f"{a}.created_at >= ?")
-        params.append(to_text(flt.created_after))
-    if flt.created_before is not None:
-        parts.append(f"{a}.created_at < ?")
-        params.append(to_text(flt.created_before))
-    if flt.exclude_ids:
-        parts.append(f"{a}.id NOT IN ({', '.join('?' * len(flt.exclude_ids))})")
-        params.extend(flt.exclude_ids)
-    return (" AND ".join(parts) or "1"), params
+    def sql(self, text: str) -> str:
+        return text
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, bool):
+            return 1 if value else 0
+        return to_text(value) if isinstance(value, datetime) else value
+
+    def read_time(self, value: Any) -> datetime | None:
+        return from_text(value)
+
+    def json(self, value: Any, field: str = "metadata") -> Any:
+        return _payload_json(value)
+
+    def read_json(self, value: Any) -> Any:
+        return json.loads(value)
+
+    def any_of(
+        self, column: str, values: Sequence[Any], negate: bool = False
+    ) -> tuple[str, list[Any]]:
+        marks = ", ".join("?" * len(values))
+        return f"{column} {'NOT IN' if negate else 'IN'} ({marks})", list(values)
+
+    def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
+        one = f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value = ?)"
+        return " AND ".join([one] * len(tags)), list(tags)
+
+
+SQLITE = SQLiteDialect()
+#: The SQL condition and parameters for a filter (:meth:`Dialect.where`).
+where = SQLITE.where

@@ -1,0 +1,76 @@
+"""What the two backends' SQL differs in, so that the rest is written once.
+
+The store's shared SQL (:mod:`.filters`, :mod:`.tables`) is written with ``?`` for
+each parameter, in the SQL both engines read alike; a :class:`Dialect` renders it
+for one engine (its parameter marker, its spelling of a list of values and of a
+memory's tags) and converts the values that cross the boundary (timestamps,
+flags, JSON). ``sqlite_rows.SQLITE`` and ``postgres_rows.POSTGRES`` are the two.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from .filters import AllTags, AnyOf, MemoryFilter, clauses
+
+
+class Dialect(ABC):
+    """One engine's spelling of the shared SQL."""
+
+    #: The backend's name (``sqlite``, ``postgres``).
+    name: str
+    #: The literals a condition that every row (no row) passes is written as.
+    true: str
+    false: str
+
+    @abstractmethod
+    def sql(self, text: str) -> str:
+        """Shared SQL (``?`` parameters) as this engine reads it."""
+
+    @abstractmethod
+    def value(self, value: Any) -> Any:
+        """A parameter as this engine stores it (timestamps, flags)."""
+
+    @abstractmethod
+    def read_time(self, value: Any) -> datetime | None:
+        """A stored timestamp as an aware datetime."""
+
+    @abstractmethod
+    def json(self, value: Any, field: str = "metadata") -> Any:
+        """A JSON parameter (``field`` names it in an error)."""
+
+    @abstractmethod
+    def read_json(self, value: Any) -> Any:
+        """A stored JSON value as Python values."""
+
+    @abstractmethod
+    def any_of(
+        self, column: str, values: Sequence[Any], negate: bool = False
+    ) -> tuple[str, list[Any]]:
+        """``column`` holds one of ``values`` (``negate``: none of them), as shared SQL."""
+
+    @abstractmethod
+    def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
+        """The memory ``alias`` carries every one of ``tags``, as shared SQL."""
+
+    def where(self, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+        """The SQL condition and parameters for a filter (always a valid expression),
+        in this engine's SQL."""
+        found = clauses(flt)
+        if found is None:
+            return self.false, []
+        parts: list[str] = []
+        params: list[Any] = []
+        for clause in found:
+            if isinstance(clause, AnyOf):
+                text, values = self.any_of(f"{alias}.{clause.column}", clause.values, clause.negate)
+            elif isinstance(clause, AllTags):
+                text, values = self.all_tags(alias, clause.tags)
+            else:
+                text, values = clause.text.format(a=alias), [self.value(v) for v in clause.params]
+            parts.append(text)
+            params.extend(values)
+        return self.sql(" AND ".join(parts) or self.true), params

@@ -1,0 +1,293 @@
+"""The directory (identities, teams, memberships, invitations, grants), events and
+session turns, written once for both backends.
+
+These tables hold the same columns on both; only the dialect differs (parameter
+markers, timestamps, flags, JSON, lists of values: :class:`~.dialect.Dialect`).
+A backend mixes in :class:`DirectoryTables` and :class:`LogTables` and provides
+the four primitives of :class:`SqlHost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..identity import Grant, Identity, Invitation, Membership, Team
+from ..record import Event, Turn
+from .dialect import Dialect
+
+
+class SqlHost(Protocol):
+    """What the shared tables need of a store: its dialect and four ways to run SQL
+    (in the dialect's own spelling)."""
+
+    dialect: Dialect
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of a query."""
+        ...
+
+    def _row(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of a query, or None."""
+        ...
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement inside a write; the number of rows it changed."""
+        ...
+
+    def _write_alone(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` once per parameter row, as one write nobody reads the result of."""
+        ...
+
+
+_IDENTITY = "id, kind, name, created_at"
+_TEAM = "id, kind, name, created_at"
+_GRANT = "id, namespace, grantee, created_at"
+_MEMBERSHIP = "team_kind, team_id, identity_id, role, active"
+
+
+class DirectoryTables:
+    """Identities, teams (groups and orgs), memberships, invitations and grants."""
+
+    def save_identity(self: SqlHost, identity: Identity) -> None:
+        d = self.dialect
+        self._run(
+            d.sql(
+                f"INSERT INTO identities ({_IDENTITY}) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+            ),
+            (identity.id, identity.kind, identity.name, d.value(identity.created_at)),
+        )
+
+    def find_identity(self: SqlHost, key: str, kind: str | None = None) -> Identity | None:
+        d = self.dialect
+        kind_sql, args = (" AND kind = ?", [kind]) if kind else ("", [])
+        row = self._row(
+            d.sql(f"SELECT {_IDENTITY} FROM identities WHERE id = ?{kind_sql}"), [key, *args]
+        ) or self._row(
+            d.sql(
+                f"SELECT {_IDENTITY} FROM identities WHERE name = ?{kind_sql} ORDER BY kind LIMIT 1"
+            ),
+            [key, *args],
+        )
+        return Identity(row[0], row[1], row[2], d.read_time(row[3])) if row else None  # type: ignore[arg-type]
+
+    def list_identities(self: SqlHost, kind: str | None = None) -> list[Identity]:
+        d = self.dialect
+        sql, args = f"SELECT {_IDENTITY} FROM identities", []
+        if kind:
+            sql, args = sql + " WHERE kind = ?", [kind]
+        rows = self._rows(d.sql(sql + " ORDER BY kind, name"), args)
+        return [Identity(r[0], r[1], r[2], d.read_time(r[3])) for r in rows]  # type: ignore[arg-type]
+
+    def save_team(self: SqlHost, team: Team) -> None:
+        d = self.dialect
+        self._run(
+            d.sql(
+                f"INSERT INTO teams ({_TEAM}) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (kind, id) DO UPDATE SET name = excluded.name"
+            ),
+            (team.id, team.kind, team.name, d.value(team.created_at)),
+        )
+
+    def find_team(self: SqlHost, kind: str, key: str) -> Team | None:
+        d = self.dialect
+        row = self._row(
+            d.sql(f"SELECT {_TEAM} FROM teams WHERE kind = ? AND id = ?"), (kind, key)
+        ) or self._row(d.sql(f"SELECT {_TEAM} FROM teams WHERE kind = ? AND name = ?"), (kind, key))
+        return Team(row[0], row[1], row[2], d.read_time(row[3])) if row else None  # type: ignore[arg-type]
+
+    def list_teams(self: SqlHost, kind: str) -> list[Team]:
+        d = self.dialect
+        rows = self._rows(d.sql(f"SELECT {_TEAM} FROM teams WHERE kind = ? ORDER BY name"), (kind,))
+        return [Team(r[0], r[1], r[2], d.read_time(r[3])) for r in rows]  # type: ignore[arg-type]
+
+    def save_membership(self: SqlHost, membership: Membership) -> None:
+        d = self.dialect
+        self._run(
+            d.sql(
+                f"INSERT INTO memberships ({_MEMBERSHIP}) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (team_kind, team_id, identity_id) "
+                "DO UPDATE SET role = excluded.role, active = excluded.active"
+            ),
+            (membership.team_kind, membership.team_id, membership.identity_id,
+             membership.role, d.value(bool(membership.active))),
+        )  # fmt: skip
+
+    def delete_membership(self: SqlHost, team_kind: str, team_id: str, identity_id: str) -> bool:
+        sql = "DELETE FROM memberships WHERE team_kind = ? AND team_id = ? AND identity_id = ?"
+        return self._run(self.dialect.sql(sql), (team_kind, team_id, identity_id)) > 0
+
+    def members(self: SqlHost, team_kind: str, team_id: str) -> list[Membership]:
+        rows = self._rows(
+            self.dialect.sql(
+                f"SELECT {_MEMBERSHIP} FROM memberships "
+                "WHERE team_kind = ? AND team_id = ? ORDER BY identity_id"
+            ),
+            (team_kind, team_id),
+        )
+        return [_membership(r) for r in rows]
+
+    def memberships_of(self: SqlHost, identity_id: str) -> list[tuple[Team, Membership]]:
+        d = self.dialect
+        rows = self._rows(
+            d.sql(
+                "SELECT t.id, t.kind, t.name, t.created_at, "
+                "m.team_kind, m.team_id, m.identity_id, m.role, m.active "
+                "FROM memberships m JOIN teams t ON t.kind = m.team_kind AND t.id = m.team_id "
+                "WHERE m.identity_id = ? ORDER BY t.kind, t.id"
+            ),
+            (identity_id,),
+        )
+        return [(Team(r[0], r[1], r[2], d.read_time(r[3])), _membership(r[4:])) for r in rows]  # type: ignore[arg-type]
+
+    def save_invitation(self: SqlHost, invitation: Invitation) -> None:
+        d = self.dialect
+        self._run(
+            d.sql(
+                "INSERT INTO invitations (team_kind, team_id, identity_id, role, invited_by, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (team_kind, team_id, identity_id) "
+                "DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by"
+            ),
+            (invitation.team_kind, invitation.team_id, invitation.identity_id,
+             invitation.role, invitation.invited_by, d.value(invitation.created_at)),
+        )  # fmt: skip
+
+    def delete_invitation(self: SqlHost, team_kind: str, team_id: str, identity_id: str) -> bool:
+        sql = "DELETE FROM invitations WHERE team_kind = ? AND team_id = ? AND identity_id = ?"
+        return self._run(self.dialect.sql(sql), (team_kind, team_id, identity_id)) > 0
+
+    def invitations(
+        self: SqlHost, *, identity_id: str | None = None, team: tuple[str, str] | None = None
+    ) -> list[Invitation]:
+        d = self.dialect
+        sql = (
+            "SELECT i.team_kind, i.team_id, i.identity_id, i.role, i.invited_by, i.created_at, "
+            "t.name FROM invitations i JOIN teams t ON t.kind = i.team_kind AND t.id = i.team_id "
+            f"WHERE {d.true}"
+        )
+        args: list[Any] = []
+        if identity_id is not None:
+            sql, args = sql + " AND i.identity_id = ?", [*args, identity_id]
+        if team is not None:
+            sql, args = sql + " AND i.team_kind = ? AND i.team_id = ?", [*args, *team]
+        order = " ORDER BY i.created_at, i.team_kind, i.team_id, i.identity_id"
+        return [
+            Invitation(r[0], r[1], r[2], r[3], r[4], d.read_time(r[5]), r[6])  # type: ignore[arg-type]
+            for r in self._rows(d.sql(sql + order), args)
+        ]
+
+    def save_grant(self: SqlHost, grant: Grant) -> None:
+        d = self.dialect
+        self._run(
+            d.sql(
+                f"INSERT INTO grants ({_GRANT}) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (namespace, grantee) DO NOTHING"
+            ),
+            (grant.id, grant.namespace, grant.grantee, d.value(grant.created_at)),
+        )
+
+    def delete_grant(self: SqlHost, namespace: str, grantee: str) -> bool:
+        sql = "DELETE FROM grants WHERE namespace = ? AND grantee = ?"
+        return self._run(self.dialect.sql(sql), (namespace, grantee)) > 0
+
+    def grants(
+        self: SqlHost, *, namespace: str | None = None, grantee: str | None = None
+    ) -> list[Grant]:
+        d = self.dialect
+        sql = f"SELECT {_GRANT} FROM grants WHERE {d.true}"
+        args: list[Any] = []
+        if namespace is not None:
+            sql, args = sql + " AND namespace = ?", [*args, namespace]
+        if grantee is not None:
+            sql, args = sql + " AND grantee = ?", [*args, grantee]
+        rows = self._rows(d.sql(sql + " ORDER BY created_at, id"), args)
+        return [Grant(r[0], r[1], r[2], d.read_time(r[3])) for r in rows]  # type: ignore[arg-type]
+
+
+def _membership(row: Sequence[Any]) -> Membership:
+    return Membership(row[0], row[1], row[2], row[3], bool(row[4]))
+
+
+_EVENT = "id, type, at, actor, namespace, memory_id, payload"
+_TURN = "id, session_id, namespace, role, content, at, metadata"
+
+
+class LogTables:
+    """Events (the change feed) and session turns: appended, read in order."""
+
+    def add_event(self: SqlHost, event: Event) -> None:
+        self.add_events([event])  # type: ignore[attr-defined]
+
+    def add_events(self: SqlHost, events: Sequence[Event]) -> None:
+        # Under the store's write lock, so events commit in the order of their
+        # sequence numbers and a reader paging with ``since`` never skips one.
+        d = self.dialect
+        self._write_alone(
+            d.sql(f"INSERT INTO events ({_EVENT}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            [(e.id, e.type, d.value(e.at), e.actor, e.namespace, e.memory_id,
+              d.json(e.payload, "payload")) for e in events],
+        )  # fmt: skip
+
+    def events(
+        self: SqlHost,
+        *,
+        namespaces: Sequence[str] | None,
+        since: str | None = None,
+        types: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        d = self.dialect
+        sql = f"SELECT {_EVENT} FROM events WHERE {d.true}"
+        args: list[Any] = []
+        if since is not None:
+            sql += " AND seq > COALESCE((SELECT seq FROM events WHERE id = ?), 0)"
+            args.append(since)
+        for column, values in (("namespace", namespaces), ("type", types or None)):
+            if values is not None:
+                cond, params = d.any_of(column, values)
+                sql += f" AND {cond}"
+                args.extend(params)
+        rows = self._rows(d.sql(sql + " ORDER BY seq LIMIT ?"), (*args, limit))
+        return [
+            Event(i, t, d.read_time(at), actor, ns, mid, d.read_json(payload))  # type: ignore[arg-type]
+            for i, t, at, actor, ns, mid, payload in rows
+        ]
+
+    def prune_events(self: SqlHost, before: datetime) -> int:
+        return self._run(
+            self.dialect.sql("DELETE FROM events WHERE at < ?"), (self.dialect.value(before),)
+        )
+
+    def add_turn(self: SqlHost, turn: Turn) -> None:
+        d = self.dialect
+        self._write_alone(
+            d.sql(f"INSERT INTO turns ({_TURN}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            [(turn.id, turn.session_id, turn.namespace, turn.role, turn.content,
+              d.value(turn.at), d.json(turn.metadata))],
+        )  # fmt: skip
+
+    def turns(self: SqlHost, session_id: str, *, namespace: str | None, limit: int) -> list[Turn]:
+        d = self.dialect
+        sql = f"SELECT {_TURN} FROM turns WHERE session_id = ?"
+        args: list[Any] = [session_id]
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        rows = self._rows(d.sql(sql + " ORDER BY seq DESC LIMIT ?"), (*args, limit))
+        return [
+            Turn(i, s, ns, role, content, d.read_time(at), d.read_json(meta))  # type: ignore[arg-type]
+            for i, s, ns, role, content, at, meta in reversed(rows)
+        ]
+
+    def sessions(self: SqlHost, *, namespaces: Sequence[str] | None) -> list[tuple[str, int]]:
+        d = self.dialect
+        sql = "SELECT session_id, count(*) FROM turns"
+        args: list[Any] = []
+        if namespaces is not None:
+            cond, args = d.any_of("namespace", namespaces)
+            sql += f" WHERE {cond}"
+        rows = self._rows(d.sql(sql + " GROUP BY session_id ORDER BY max(seq) DESC"), args)
+        return [(sid, int(n)) for sid, n in rows]
