@@ -11,8 +11,8 @@ import pytest
 from memchentic import Memory, NamespaceError, ValidationError
 from memchentic.clock import utcnow
 from memchentic.ids import new_id
+from memchentic.learn.summaries import ExtractiveSummarizer
 from memchentic.record import Event, Turn
-from memchentic.sessions import ExtractiveSummarizer
 
 
 def test_turns_are_kept_in_order_and_limited(mem: Memory):

@@ -384,7 +384,7 @@ def test_every_path_that_embeds_a_memory_embeds_the_same_text(
     """Writes embed a text's NFKC form without invisible characters (issue 21);
     a revision, an import without vectors and a reindex must embed it alike, or
     two forms of one text drift apart after any of them."""
-    from memchentic.io import export_jsonl, import_jsonl
+    from memchentic.engine.transfer import export_jsonl, import_jsonl
 
     odd = "Deploys on Fri\u200bday from the \ufb01le server"  # zero-width space, "ﬁ"
     mem = make_mem()

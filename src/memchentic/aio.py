@@ -17,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from .context.model import Context
 from .memory import Memory
-
-if TYPE_CHECKING:
-    from .context.model import Context
-    from .record import Event, MemoryRecord, SearchHit, Turn, WriteResult
-    from .reports import MaintenanceReport
+from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
+from .reports import Answer, ConsolidationReport, ImportReport, MaintenanceReport, Neighbour
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -57,6 +55,11 @@ class AsyncMemory:
     def as_identity(self, name: str) -> AsyncMemory:
         """An async view that runs every call as the identity ``name``."""
         return AsyncMemory(self.sync.as_identity(name))
+
+    def for_identity(self, name: str) -> AsyncMemory:
+        """An async view as the identity ``name``, which must exist
+        (:meth:`Memory.for_identity`)."""
+        return AsyncMemory(self.sync.for_identity(name))
 
     async def aclose(self) -> None:
         await self._run(self.sync.close)
@@ -102,8 +105,12 @@ class AsyncMemory:
         return await self._run(self.sync.unpin, memory_id)
 
     @_offloaded(Memory.relate)
-    async def arelate(self, source: str, target: str, kind: str, *args: Any, **kw: Any) -> Any:
+    async def arelate(self, source: str, target: str, kind: str, *args: Any, **kw: Any) -> Edge:
         return await self._run(self.sync.relate, source, target, kind, *args, **kw)
+
+    @_offloaded(Memory.delete_edge)
+    async def adelete_edge(self, edge_id: str) -> bool:
+        return await self._run(self.sync.delete_edge, edge_id)
 
     @_offloaded(Memory.manage)
     async def amanage(self, operations: Any, **scope: Any) -> list[WriteResult]:
@@ -127,12 +134,34 @@ class AsyncMemory:
         return await self._run(self.sync.list, **options)
 
     @_offloaded(Memory.history)
-    async def ahistory(self, memory_id: str) -> list[Any]:
+    async def ahistory(self, memory_id: str) -> list[Version]:
         return await self._run(self.sync.history, memory_id)
 
     @_offloaded(Memory.events)
     async def aevents(self, **options: Any) -> list[Event]:
         return await self._run(self.sync.events, **options)
+
+    # --- graph ---------------------------------------------------------------------------
+    @_offloaded(Memory.edges)
+    async def aedges(self, memory_id: str, **options: Any) -> list[Edge]:
+        return await self._run(self.sync.edges, memory_id, **options)
+
+    @_offloaded(Memory.neighbors)
+    async def aneighbors(self, memory_id: str, depth: int = 1, **options: Any
+                         ) -> list[Neighbour]:  # fmt: skip
+        return await self._run(self.sync.neighbors, memory_id, depth, **options)
+
+    @_offloaded(Memory.entities)
+    async def aentities(self, **options: Any) -> dict[str, Any]:
+        return await self._run(self.sync.entities, **options)
+
+    @_offloaded(Memory.ask)
+    async def aask(self, question: str, **options: Any) -> Answer:
+        return await self._run(self.sync.ask, question, **options)
+
+    @_offloaded(Memory.consolidate)
+    async def aconsolidate(self, **options: Any) -> ConsolidationReport:
+        return await self._run(self.sync.consolidate, **options)
 
     # --- context, sessions, learning ------------------------------------------------------
     @_offloaded(Memory.context)
@@ -154,6 +183,19 @@ class AsyncMemory:
                            ) -> list[Turn]:  # fmt: skip
         return await self._run(self.sync.get_history, session_id, limit, **options)
 
+    @_offloaded(Memory.list_sessions)
+    async def alist_sessions(self, **scope: Any) -> list[tuple[str, int]]:
+        return await self._run(self.sync.list_sessions, **scope)
+
+    @_offloaded(Memory.add_working)
+    async def aadd_working(self, content: str, **options: Any) -> WriteResult:
+        return await self._run(self.sync.add_working, content, **options)
+
+    @_offloaded(Memory.working_memory)
+    async def aworking_memory(self, session_id: str | None = None, **options: Any
+                              ) -> list[MemoryRecord]:  # fmt: skip
+        return await self._run(self.sync.working_memory, session_id, **options)
+
     @_offloaded(Memory.summarize_session)
     async def asummarize_session(self, session_id: str | None = None, **options: Any
                                  ) -> WriteResult:  # fmt: skip
@@ -164,12 +206,9 @@ class AsyncMemory:
         return await self._run(self.sync.learn, messages, **options)
 
     # --- maintenance --------------------------------------------------------------------
-    async def aconsolidate(self, **options: Any) -> Any:
-        """Async ``Memory.consolidate`` (the graph side), when this Memory has it."""
-        consolidate = getattr(self.sync, "consolidate", None)
-        if consolidate is None:
-            raise NotImplementedError("this Memory has no consolidate()")
-        return await self._run(consolidate, **options)
+    @_offloaded(Memory.stats)
+    async def astats(self, **options: Any) -> dict[str, Any]:
+        return await self._run(self.sync.stats, **options)
 
     @_offloaded(Memory.maintain)
     async def amaintain(self, **options: Any) -> MaintenanceReport:
@@ -178,6 +217,18 @@ class AsyncMemory:
     @_offloaded(Memory.gc)
     async def agc(self, **options: Any) -> dict[str, Any]:
         return await self._run(self.sync.gc, **options)
+
+    @_offloaded(Memory.export)
+    async def aexport(self, target: Any, **options: Any) -> int:
+        return await self._run(self.sync.export, target, **options)
+
+    @_offloaded(Memory.import_)
+    async def aimport_(self, source: Any, **options: Any) -> ImportReport:
+        return await self._run(self.sync.import_, source, **options)
+
+    @_offloaded(Memory.reindex)
+    async def areindex(self, **options: Any) -> int:
+        return await self._run(self.sync.reindex, **options)
 
     # --- events (no I/O on the loop: subscribing only registers a callback) ---------------
     def subscribe(self, callback: Callable[[Event], Any], types: Any = None) -> str:

@@ -33,8 +33,8 @@ from typing import IO, Any
 import numpy as np
 
 from .embed import Embedder
+from .engine.transfer import export_jsonl, import_jsonl
 from .errors import EmbedderError, NotAStoreError, StoreError, ValidationError
-from .io import export_jsonl, import_jsonl
 from .settings import Settings
 from .store import open_store
 from .store.base import MemoryFilter, Store

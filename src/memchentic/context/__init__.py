@@ -1,6 +1,6 @@
 """Context for prompts (DESIGN section 7): the sections, the model, token counting.
 
-``Memory.context(...)`` (see :mod:`memchentic.context.mixin`) returns a
+``Memory.context(...)`` (see :mod:`memchentic.engine.context`) returns a
 :class:`Context`; :mod:`memchentic.context.sections` declares which memories go in
 which section and which sections a budget keeps first; docs/context.md explains it.
 """

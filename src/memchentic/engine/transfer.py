@@ -14,22 +14,20 @@ import json
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
-from . import validation as check
-from .access import parse_namespace
-from .clock import as_utc, to_text, utcnow
-from .errors import MemchenticError, ValidationError
-from .record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
-from .reports import ImportReport
-from .store.base import MemoryFilter
-from .write.secrets import effective_policy, police_record, police_value
-from .write.statements import memory_embedding_text
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .. import validation as check
+from ..access import parse_namespace
+from ..clock import as_utc, to_text, utcnow
+from ..errors import MemchenticError, ValidationError
+from ..record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
+from ..reports import ImportReport
+from ..store.base import MemoryFilter
+from ..write.secrets import effective_policy, police_record, police_value
+from ..write.statements import memory_embedding_text
+from .core import Core
 
 FORMAT = "memchentic"
 FORMAT_VERSION = 1
@@ -41,7 +39,7 @@ _TEXT_LIMITS = {"title": 0, "path_hint": 0, "repo": 0, "slot_key": 256, "user_id
                 "agent_id": 256, "session_id": 256, "superseded_by": 256}  # fmt: skip
 
 
-def _lines(mem: Memory, *, vectors: bool) -> Iterator[dict[str, Any]]:
+def _lines(mem: Core, *, vectors: bool) -> Iterator[dict[str, Any]]:
     store = mem.store
     flt = MemoryFilter(
         namespaces=mem.access.readable(mem.principal, None),
@@ -72,7 +70,7 @@ def _lines(mem: Memory, *, vectors: bool) -> Iterator[dict[str, Any]]:
             yield {"kind": "version", "version": version.to_dict()}
 
 
-def export_jsonl(mem: Memory, target: str | Path | IO[str], *, vectors: bool = True) -> int:
+def export_jsonl(mem: Core, target: str | Path | IO[str], *, vectors: bool = True) -> int:
     """Write every memory the caller can read; returns the number of lines written."""
     if isinstance(target, str | Path):
         with open(target, "w", encoding="utf-8") as handle:
@@ -84,7 +82,7 @@ def export_jsonl(mem: Memory, target: str | Path | IO[str], *, vectors: bool = T
     return count
 
 
-def _parse_record(data: Any, mem: Memory) -> MemoryRecord:
+def _parse_record(data: Any, mem: Core) -> MemoryRecord:
     if not isinstance(data, dict):
         raise ValidationError("record", "must be an object")
     unknown = set(data) - _RECORD_FIELDS
@@ -133,7 +131,7 @@ def _parse_vector(text: Any, dimension: int) -> np.ndarray | None:
     return vec
 
 
-def _parse_line(number: int, text: str, mem: Memory, policy: str) -> tuple[str, Any]:
+def _parse_line(number: int, text: str, mem: Core, policy: str) -> tuple[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -179,7 +177,7 @@ def _parse_line(number: int, text: str, mem: Memory, policy: str) -> tuple[str, 
 
 
 def import_jsonl(
-    mem: Memory,
+    mem: Core,
     source: str | Path | IO[str],
     *,
     strict: bool = False,

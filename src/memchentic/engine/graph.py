@@ -1,5 +1,6 @@
-"""The graph side of :class:`~memchentic.Memory`: edges, entities, neighbourhoods,
-recall by entity, consolidation and the question-answering path ``ask``."""
+"""The graph service: edges, entities, neighbourhoods, recall by entity,
+consolidation (:mod:`memchentic.graph.consolidate`) and the question-answering
+path ``ask`` (:mod:`memchentic.graph.ask`)."""
 
 from __future__ import annotations
 
@@ -7,50 +8,30 @@ import builtins
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import validation as check
 from ..clock import as_utc, utcnow
 from ..errors import NotFoundError, ValidationError
+from ..graph import supersession
+from ..graph.ask import MAX_PASSAGES, NO_ANSWER, SYSTEM_PROMPT, is_evidence
+from ..graph.consolidate import find_clusters, strength_order
 from ..ids import new_id
 from ..lifetime import decayed_confidence
+from ..llm import ChatClient
 from ..record import EDGE_KINDS, Edge, MemoryRecord, SearchHit
-from ..reports import Answer, ConsolidationReport, Neighbour
+from ..reports import Answer, ConsolidationReport, Neighbour, Passage
 from ..store.base import MemoryFilter
+from ..write.resolve import diff, record_version
 from ..write.secrets import police_value
-from . import supersession
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ..access import AccessPolicy, Principal
-    from ..events import EventBus
-    from ..llm import ChatClient
-    from ..settings import Settings
-    from ..store.base import Store
+from .reads import Reads
 
 #: Deepest neighbourhood ``neighbors`` explores.
 MAX_DEPTH = 3
 
 
-class GraphMixin:
-    """Methods of ``Memory`` that work on edges and entities."""
-
-    if TYPE_CHECKING:  # provided by Memory
-        store: Store
-        settings: Settings
-        access: AccessPolicy
-        principal: Principal
-        bus: EventBus
-
-        def _visible(self, memory_id: str) -> MemoryRecord: ...
-        def _writable(self, memory_id: str) -> MemoryRecord: ...
-        def _now(self, now: datetime | str | None) -> datetime: ...
-        def _touch(self, records: Sequence[MemoryRecord], now: datetime) -> None: ...
-        def _read_filter(
-            self, *, user_id: str | None, agent_id: str | None, namespace: str | None,
-            now: datetime, **fields: Any,
-        ) -> MemoryFilter: ...  # fmt: skip
+class GraphOps(Reads):
+    """Edges, entities, neighbourhoods, recall by entity, consolidation and ``ask``."""
 
     def relate(
         self,
@@ -207,16 +188,14 @@ class GraphMixin:
         dry_run: bool = False,
     ) -> ConsolidationReport:
         """Fold clusters of near-duplicate entries into their strongest member (see
-        ``graph/consolidate.py``); ``dry_run=True`` reports without changing anything."""
-        from .consolidate import consolidate
-
+        :mod:`memchentic.graph.consolidate`); ``dry_run=True`` reports without changing anything."""
         flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
         if flt.namespaces == []:
             return ConsolidationReport(dry_run)
         spaces = flt.namespaces or sorted(self.store.stats(flt).by_namespace)
         return ConsolidationReport(
             dry_run,
-            consolidate(self, list(spaces), dry_run=dry_run),  # type: ignore[arg-type]
+            _consolidate(self, list(spaces), dry_run=dry_run),
         )
 
     def ask(
@@ -229,16 +208,13 @@ class GraphMixin:
         limit: int = 10,
         chat: ChatClient | None = None,
     ) -> Answer:
-        """Answer a question from memory (see ``graph/ask.py``): the search hits that are
+        """Answer a question from memory (see :mod:`memchentic.graph.ask`): the search hits that are
         evidence for it (any type) plus one graph hop, ranked by their search scores,
         with citations; and an answer when a chat model is given or configured
         (``CHAT_BASE_URL``). When nothing stored matches, ``answerable`` is False, the
         answer says memory cannot answer, and nothing is cited."""
-        from ..llm import ChatClient
-        from .ask import ask
-
         client = chat if chat is not None else ChatClient.from_settings(self.settings)
-        return ask(self, question, limit=limit, chat=client,  # type: ignore[arg-type]
+        return _ask(self, question, limit=limit, chat=client,
                    user_id=user_id, agent_id=agent_id, namespace=namespace)  # fmt: skip
 
     def _adjacent(
@@ -258,3 +234,78 @@ class GraphMixin:
         out += [(records[i], f"entity:{names[0]}", len(names) / (len(names) + 1))
                 for i, names in shared if i in records]  # fmt: skip
         return out
+
+
+def _ask(
+    mem: GraphOps, question: str, *, limit: int, chat: ChatClient | None, **scope: Any
+) -> Answer:
+    hits = mem.search(question, limit=limit, include_trace=True, **scope)
+    hits = [h for h in hits if is_evidence(h, mem.settings.ask_min_similarity)]
+    chosen: list[tuple[MemoryRecord, float, str]] = [(h.memory, h.score, "search") for h in hits]
+    seen = {h.id for h in hits}
+    now = mem._now(None)
+    flt = mem._read_filter(now=now, **_scope_only(scope))
+    for hit in hits:
+        for other, via, strength in mem._adjacent(hit.memory, flt, limit):
+            if other.id not in seen and not other.superseded_by and not other.is_expired(now):
+                seen.add(other.id)
+                chosen.append((other, hit.score * strength, via))
+    chosen.sort(key=lambda c: -c[1])  # stable: a hop never outranks the hit it came from
+    result = Answer(question)
+    for index, (record, score, via) in enumerate(chosen[:MAX_PASSAGES]):
+        result.passages.append(Passage(index + 1, record, score, via))
+    if not result.passages:
+        result.answer, result.answerable = NO_ANSWER, False
+    elif chat is not None:
+        listing = "\n".join(f"[{p.citation}] {p.memory.content}" for p in result.passages)
+        result.answer = chat.complete([
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Passages:\n{listing}\n\nQuestion: {question}"},
+        ])  # fmt: skip
+    return result
+
+
+def _scope_only(scope: dict[str, Any]) -> dict[str, Any]:
+    return {k: scope.get(k) for k in ("user_id", "agent_id", "namespace")}
+
+
+def _consolidate(mem: GraphOps, namespaces: list[str], *, dry_run: bool) -> list[dict[str, Any]]:
+    threshold = mem.settings.near_dup_threshold
+    clusters: list[dict[str, Any]] = []
+    for namespace in namespaces:
+        if not mem.access.can_write(mem.principal, namespace, "semantic"):
+            continue
+        for members, link in find_clusters(mem.store, mem.settings, namespace, threshold):
+            kept = max(members, key=strength_order)
+            others = sorted((m for m in members if m.id != kept.id), key=lambda m: m.id)
+            clusters.append({"namespace": namespace, "kept": kept.id,
+                             "merged": [m.id for m in others]})  # fmt: skip
+            if not dry_run:
+                _merge(mem, kept, others, link)
+    return clusters
+
+
+def _merge(
+    mem: GraphOps, kept: MemoryRecord, others: list[MemoryRecord], link: dict[str, float]
+) -> None:
+    now = utcnow()
+    ctx = mem._ctx(now)
+    with mem.store.write():
+        merged = replace(
+            kept,
+            tags=list(dict.fromkeys([*kept.tags, *(t for o in others for t in o.tags)])),
+            entities=list(
+                dict.fromkeys([*kept.entities, *(e for o in others for e in o.entities)])
+            ),
+            reinforcement=kept.reinforcement + sum(o.reinforcement for o in others),
+        )
+        mem.store.update(merged)
+        record_version(ctx, kept.namespace, kept.id, "consolidate", diff(kept, merged))
+        for other in others:
+            strength = round(min(1.0, link.get(other.id, 1.0)), 4)
+            mem.store.add_edge(Edge(new_id(), kept.id, other.id, "derives_from", strength, now))
+            mem.store.add_edge(Edge(new_id(), kept.id, other.id, "supersedes", 1.0, now))
+            record_version(ctx, other.namespace, other.id, "consolidated",
+                           {"superseded_by": [None, kept.id]})  # fmt: skip
+    mem._flush(ctx, ("memory.consolidated", kept.namespace, kept.id,
+                     {"merged": [o.id for o in others]}))  # fmt: skip

@@ -1,4 +1,4 @@
-"""The learning side of :class:`~memchentic.Memory`: ``learn`` (extract memories from
+"""The learning service: ``learn`` (extract memories from
 a conversation) and ``manage`` (apply a list of memory operations in one call)."""
 
 from __future__ import annotations
@@ -6,20 +6,17 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import validation as check
 from ..errors import MemchenticError, ValidationError
+from ..learn.base import Extractor, Message, to_messages
+from ..learn.openai_chat import OpenAIChatExtractor
+from ..learn.rules import RuleExtractor
 from ..llm import ChatClient
-from ..mixins import as_memory
 from ..record import Turn, WriteResult
 from ..settings import Settings
-from .base import Extractor, Message, to_messages
-from .openai_chat import OpenAIChatExtractor
-from .rules import RuleExtractor
-
-if TYPE_CHECKING:
-    pass
+from .writes import Writes
 
 #: Operation names ``manage`` accepts, with their aliases (mem0 and LangMem spellings).
 MANAGE_OPS: dict[str, str] = {
@@ -39,8 +36,8 @@ def default_extractor(settings: Settings) -> tuple[Extractor, bool]:
     return OpenAIChatExtractor(client), True
 
 
-class LearnMixin:
-    """Methods of ``Memory`` that turn conversations and operations into writes."""
+class Learning(Writes):
+    """Conversations and lists of operations turned into writes."""
 
     #: The extractor of :meth:`learn`; None = a chat model when ``CHAT_BASE_URL`` is
     #: set, else :class:`~memchentic.learn.rules.RuleExtractor`.
@@ -65,17 +62,16 @@ class LearnMixin:
         Limits (each a :class:`~memchentic.errors.LimitError` naming the setting, before
         anything is written): ``LEARN_MAX_LINES`` and ``LEARN_MAX_CHARS`` of all the
         messages together, ``MAX_WRITES_PER_CALL`` memories found."""
-        mem = as_memory(self)
         msgs = to_messages(messages)
-        s = mem.settings
+        s = self.settings
         check.within(sum(m.content.count("\n") + 1 for m in msgs), s.learn_max_lines,
                      "messages", "LEARN_MAX_LINES", "lines")  # fmt: skip
         check.within(sum(len(m.content) for m in msgs), s.learn_max_chars, "messages",
                      "LEARN_MAX_CHARS", "characters")  # fmt: skip
         owned = False
-        chosen = extractor or mem.extractor
+        chosen = extractor or self.extractor
         if chosen is None:
-            chosen, owned = default_extractor(mem.settings)
+            chosen, owned = default_extractor(self.settings)
         try:
             found = chosen.extract(msgs)
         finally:
@@ -90,12 +86,12 @@ class LearnMixin:
         scope = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id,
                  "namespace": namespace, "now": now}  # fmt: skip
         common = {k: v for k, v in scope.items() if v is not None}
-        results = mem.add_many([item.to_options(name) for item in found], **common)
-        actor = mem.access.actor(mem.principal)
-        fallback = mem._write_namespace(namespace, user_id, agent_id)
+        results = self.add_many([item.to_options(name) for item in found], **common)
+        actor = self.access.actor(self.principal)
+        fallback = self._write_namespace(namespace, user_id, agent_id)
         for result in results:
             ns = result.memory.namespace if result.memory is not None else fallback
-            mem.bus.emit("memory.extracted", actor=actor, namespace=ns, memory_id=result.id,
+            self.bus.emit("memory.extracted", actor=actor, namespace=ns, memory_id=result.id,
                           status=result.status, extractor=name)  # fmt: skip
         return results
 
@@ -119,43 +115,41 @@ class LearnMixin:
         reported as ``refused`` with the reason, and the others still run.
         The scope options apply to adds that name none of their own. At most
         ``MAX_WRITES_PER_CALL`` operations (else :class:`~memchentic.errors.LimitError`)."""
-        mem = as_memory(self)
         ops = _sequence(operations)
-        check.within(len(ops), mem.settings.max_writes_per_call, "operations",
+        check.within(len(ops), self.settings.max_writes_per_call, "operations",
                      "MAX_WRITES_PER_CALL", "operations")  # fmt: skip
         planned = [_plan(i, op) for i, op in enumerate(ops)]
         scope = {"user_id": user_id, "agent_id": agent_id, "namespace": namespace,
                  "session_id": session_id}  # fmt: skip
         common = {k: v for k, v in scope.items() if v is not None}
-        actor = mem.access.actor(mem.principal)
+        actor = self.access.actor(self.principal)
         results: list[WriteResult] = []
         for name, fields in planned:
-            result, ns = mem._apply_operation(name, fields, common)
+            result, ns = self._apply_operation(name, fields, common)
             results.append(result)
             if name != "none":
-                mem.bus.emit("memory.managed", actor=actor, namespace=ns, memory_id=result.id,
+                self.bus.emit("memory.managed", actor=actor, namespace=ns, memory_id=result.id,
                               op=name, status=result.status)  # fmt: skip
         return results
 
     def _apply_operation(
         self, name: str, fields: dict[str, Any], common: dict[str, Any]
     ) -> tuple[WriteResult, str | None]:
-        mem = as_memory(self)
         memory_id = fields.pop("id", None)
         try:
             if name == "add":
                 options = {**common, **fields} if not _scoped(fields) else fields
-                result = mem.add(options.pop("content"), **options)
+                result = self.add(options.pop("content"), **options)
                 ns = result.memory.namespace if result.memory else None
-                return result, ns or mem._write_namespace(
+                return result, ns or self._write_namespace(
                     options.get("namespace"), options.get("user_id"), options.get("agent_id")
                 )
             if name == "none":
                 return WriteResult("skipped", memory_id, [memory_id] if memory_id else []), None
-            ns = mem._visible(memory_id).namespace
+            ns = self._visible(memory_id).namespace
             if name == "revise":
-                return mem.revise(memory_id, fields.pop("content", None), **fields), ns
-            return mem.delete(memory_id), ns
+                return self.revise(memory_id, fields.pop("content", None), **fields), ns
+            return self.delete(memory_id), ns
         except MemchenticError as exc:
             return WriteResult("refused", memory_id, [], reason=f"{exc.code}: {exc}"), None
 

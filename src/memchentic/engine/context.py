@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..record import MemoryRecord, Turn
-from ..sessions import resolve_session_id, turn_read_namespace
-from .model import Context, ContextItem, Section, one_line, render_sections
-from .sections import (
+from .. import validation as check
+from ..clock import as_utc
+from ..context.model import Context, ContextItem, Section, one_line, render_sections
+from ..context.sections import (
     GOAL_TYPES,
     INSTRUCTION_TYPES,
     KEEP_ORDER,
@@ -38,10 +38,12 @@ from .sections import (
     section_for_hit,
     session_summary_slot,
 )
-from .tokens import TokenCounter, get_counter
+from ..context.tokens import TokenCounter, get_counter
+from ..errors import ValidationError
+from ..record import MemoryRecord, Turn
+from .sessions import Sessions, resolve_session_id, turn_read_namespace
 
 if TYPE_CHECKING:
-    from ..memory import Memory
     from ..store.base import MemoryFilter
 
 #: Characters (at most) of each end's text a link line quotes, cut at a word boundary.
@@ -50,6 +52,65 @@ LINK_SNIPPET_CHARS = 48
 NEIGHBOURS_PER_SEED = 5
 #: A neighbour's score: its seed's score times this, divided by its depth.
 NEIGHBOUR_DISCOUNT = 0.5
+
+
+
+def _whole(value: object, field: str, minimum: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError(field, f"must be a whole number >= {minimum}")
+    return value
+
+
+class ContextOps(Sessions):
+    """Prompt context: the stable part, the session part, searched memories (DESIGN
+    section 7)."""
+
+    def context(
+        self,
+        query: str | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        budget_tokens: int | None = None,
+        limit: int | None = None,
+        recent_turns: int | None = None,
+        as_of: datetime | str | None = None,
+        now: datetime | str | None = None,
+    ) -> Context:
+        """A block of memory for a prompt: up to sixteen sections, the stable part
+        (instructions, profile, goals, pinned) first and byte-identical between calls
+        while its memories do not change (see docs/context.md).
+
+        :param query: what the prompt is about; relevant facts, episodes, knowledge and
+            the rest come from one search for it (None or "": stable and session parts only).
+        :param session_id: the session whose working memory, summary and recent turns
+            are shown; default ``default:<user_id>``. It never filters the search.
+        :param budget_tokens: keep the most important items whose rendered block fits;
+            the others are listed in ``ctx.dropped``.
+        :param limit: search hits to sort into sections (``CONTEXT_SEARCH_LIMIT``).
+        :param recent_turns: turns of the session to show (``CONTEXT_RECENT_TURNS``).
+        :param as_of: only memories that held then (``valid_from <= as_of < valid_to``),
+            in every section, as in ``search``; turns are shown as they are.
+        """
+        if query is not None and not isinstance(query, str):
+            raise ValidationError("query", "must be a string")
+        if query is not None and query.strip():
+            query = check.query(query, self.settings)  # the rules of search
+        req = Request(
+            query, user_id, agent_id, namespace, session_id,
+            budget_tokens=_whole(budget_tokens, "budget_tokens", 1),
+            search_limit=_whole(limit, "limit", 1),
+            recent_turns=_whole(recent_turns, "recent_turns", 0),
+            as_of=as_utc(as_of, "as_of"),
+        )  # fmt: skip
+        return build(self, req, self._now(now))
+
+    build_context = context
+
 
 
 @dataclass(slots=True)
@@ -83,7 +144,7 @@ class _Collected:
         return memory_id in self.records
 
 
-def build(mem: Memory, req: Request, now: datetime) -> Context:
+def build(mem: ContextOps, req: Request, now: datetime) -> Context:
     """Collect, fit to the budget, link, and announce a context."""
     s = mem.settings
     counter = get_counter(s.context_tokenizer)
@@ -126,7 +187,7 @@ def _sorted(records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
 
 
 def _listed(
-    mem: Memory, flt: MemoryFilter, *, types: Sequence[str] | None = None,
+    mem: ContextOps, flt: MemoryFilter, *, types: Sequence[str] | None = None,
     slot_prefix: str | None = None, pinned: bool | None = None, limit: int | None = None,
 ) -> list[MemoryRecord]:  # fmt: skip
     narrowed = _narrow(flt, types=types, slot_prefix=slot_prefix, pinned=pinned)
@@ -157,7 +218,7 @@ def _memory_item(record: MemoryRecord, section: str, score: float, text: str | N
     return ContextItem(record.id, text or record.text(), score, section, "memory", record.type)
 
 
-def _stable(mem: Memory, flt: MemoryFilter, got: _Collected) -> None:
+def _stable(mem: ContextOps, flt: MemoryFilter, got: _Collected) -> None:
     """Instructions, profile, goals, pinned: independent of the query and the clock
     (scores are importance, which only a write changes)."""
     profile = {r.id: r for r in _listed(mem, flt, slot_prefix=PROFILE_SLOT_PREFIX)}
@@ -177,7 +238,7 @@ def _stable(mem: Memory, flt: MemoryFilter, got: _Collected) -> None:
             got.listed.append(record)
 
 
-def _session_memories(mem: Memory, flt: MemoryFilter, sid: str, got: _Collected) -> None:
+def _session_memories(mem: ContextOps, flt: MemoryFilter, sid: str, got: _Collected) -> None:
     """The session's working memory and its summary (one per namespace)."""
     working = [
         r for r in mem.store.list_memories(
@@ -196,7 +257,7 @@ def _session_memories(mem: Memory, flt: MemoryFilter, sid: str, got: _Collected)
             got.listed.append(record)
 
 
-def _turns(mem: Memory, req: Request, sid: str, got: _Collected) -> None:
+def _turns(mem: ContextOps, req: Request, sid: str, got: _Collected) -> None:
     count = mem.settings.context_recent_turns if req.recent_turns is None else req.recent_turns
     if count <= 0:
         return
@@ -208,7 +269,7 @@ def _turns(mem: Memory, req: Request, sid: str, got: _Collected) -> None:
         got.add("recent_turns", item)
 
 
-def _searched(mem: Memory, req: Request, flt: MemoryFilter, now: datetime, got: _Collected
+def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, got: _Collected
               ) -> None:  # fmt: skip
     """One search; each hit to its section by type; neighbours of the best hits."""
     assert req.query is not None
@@ -262,7 +323,7 @@ def _snippet(text: str) -> str:
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "…"
 
 
-def _links(mem: Memory, records: Sequence[MemoryRecord]) -> list[ContextItem]:
+def _links(mem: ContextOps, records: Sequence[MemoryRecord]) -> list[ContextItem]:
     """Edges between memories of the context, as ``"source" kind "target"`` lines."""
     by_id = {r.id: r for r in records}
     seen: set[str] = set()

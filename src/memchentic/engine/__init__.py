@@ -1,0 +1,1 @@
+"""The engine: one core and the services built on it (see :mod:`.core`)."""

@@ -1,0 +1,171 @@
+"""Reads: get, list, history, search (DESIGN section 3)."""
+
+
+import builtins
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from .. import validation as check
+from ..clock import as_utc
+from ..errors import (
+    NotFoundError,
+    ValidationError,
+)
+from ..graph import supersession
+from ..record import (
+    MemoryRecord,
+    SearchHit,
+    Version,
+    normalise_type,
+    resolve_intent,
+)
+from ..retrieval import pipeline
+from ..retrieval.profiles import Candidate, SearchProfile, get_profile
+from ..write.statements import embedding_text
+from .core import Core
+
+
+class Reads(Core):
+    """The read path: what a principal may see, ranked or listed."""
+
+    def get(
+        self, memory_id: str, *, now: datetime | str | None = None, touch: bool = True
+    ) -> MemoryRecord:
+        """Open one memory (also an expired one); counts as a recall."""
+        record = self._visible(memory_id)
+        if touch:
+            self._touch([record], self._now(now))
+        return record
+
+    def history(self, memory_id: str) -> builtins.list[Version]:
+        """Every version of a memory, oldest first (a deleted memory keeps its tombstone)."""
+        if self.store.get(check.identifier(memory_id, "id")) is not None:
+            self._visible(memory_id)
+        versions = self.store.versions(memory_id)
+        if not versions:
+            raise NotFoundError(memory_id)
+        if versions[-1].op == "delete":  # a tombstone keeps only where the memory lived
+            namespace = versions[-1].changes.get("namespace", [None])[0]
+            if namespace is None or not self.access.can_read(self.principal, namespace):
+                raise NotFoundError(memory_id)
+        return versions
+
+    def list(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        type: str | Sequence[str] | None = None,  # noqa: A002
+        kind: str | None = None,
+        tags: Sequence[str] | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+        newest_first: bool = True,
+        as_of: datetime | str | None = None,
+        now: datetime | str | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Memories in scope, newest first (expired and superseded ones only on request).
+        ``limit``: 100 by default, at most ``LIST_MAX_LIMIT`` (page on with ``offset``).
+        ``as_of``: only memories that held then (``valid_from <= as_of < valid_to``), as
+        in :meth:`search`."""
+        if limit is None:
+            limit = min(100, self.settings.list_max_limit)
+        limit = check.page_limit(limit, self.settings)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("offset", "must be a whole number >= 0")
+        flt = self._read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=self._now(now),
+            types=_types(type), kinds=[check.kind(kind)] if kind else None,
+            tags=check.tags(tags, self.settings) or None,
+            include_expired=include_expired, include_superseded=include_superseded,
+            as_of=as_utc(as_of, "as_of"),
+        )  # fmt: skip
+        return self.store.list_memories(flt, limit=limit, offset=offset, newest_first=newest_first)
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        limit: int | None = None,
+        profile: str | SearchProfile | None = None,
+        type: str | Sequence[str] | None = None,  # noqa: A002
+        kind: str | None = None,
+        tags: Sequence[str] | None = None,
+        path_hint: str | None = None,
+        repo: str | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        as_of: datetime | str | None = None,
+        now: datetime | str | None = None,
+        include_trace: bool = False,
+        intent: str | None = None,
+        tier: str | None = None,
+    ) -> builtins.list[SearchHit]:
+        """The memories that best answer ``query``, best first (DESIGN section 3)."""
+        text = check.query(query, self.settings)
+        count = check.limit(limit, self.settings)
+        chosen = get_profile(profile or self.settings.search_profile)
+        read_intent = resolve_intent(intent, tier)
+        when = self._now(now)
+        flt = self._read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,
+            types=_types(type), kinds=[check.kind(kind)] if kind else None,
+            tags=check.tags(tags, self.settings) or None,
+            path_hint=check.optional_text(path_hint, "path_hint"),
+            repo=check.optional_text(repo, "repo"), include_expired=include_expired,
+            include_superseded=True, as_of=as_utc(as_of, "as_of"),
+        )  # fmt: skip
+        if flt.namespaces == []:
+            return []
+        req = pipeline.SearchRequest(
+            text,
+            self.embedder.embed(embedding_text(text)),
+            flt,
+            count,
+            chosen,
+            when,
+            flt.path_hint,
+        )
+        ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
+        if not include_superseded:  # a superseded hit stands for the tip of its chain
+            shown = replace(flt, include_superseded=False)
+            ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown, when)
+        if include_trace:  # the trace says which hits replaced other memories
+            for c in ranked:
+                c.trace["supersedes"] = float(supersession.replaced(self.store, c.memory))
+        self.bus.emit(
+            "memory.searched", actor=self.access.actor(self.principal),
+            namespace=self.access.default_namespace(self.principal), results=len(ranked),
+            along=lambda: self._touch([c.memory for c in ranked], when),
+        )  # fmt: skip
+        return [
+            SearchHit(c.memory, c.score, c.memory.text(read_intent),
+                      dict(c.trace) if include_trace else None)
+            for c in ranked
+        ]  # fmt: skip
+
+
+
+def _memory_of(cand: Candidate) -> MemoryRecord:
+    return cand.memory
+
+
+def _with_tip(cand: Candidate, tip: MemoryRecord, hops: int) -> Candidate:
+    cand.memory = tip
+    cand.trace["superseded_hops"] = float(hops)
+    return cand
+
+
+
+def _types(value: str | Sequence[str] | None) -> builtins.list[str] | None:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value)
+    return [normalise_type(v) for v in values]

@@ -1,0 +1,394 @@
+"""Writes: add, revise, improve, delete (DESIGN section 4)."""
+
+
+import builtins
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .. import validation as check
+from ..access.policy import CHARTER_TYPE
+from ..clock import as_utc, utcnow
+from ..errors import (
+    NamespaceError,
+    ValidationError,
+)
+from ..ids import new_id
+from ..lifetime import (
+    initial_expiry,
+)
+from ..record import (
+    MemoryRecord,
+    WriteResult,
+    normalise_type,
+)
+from ..write.resolve import WriteContext, diff, record_version, resolve_many
+from ..write.secrets import RECORD_FIELDS, effective_policy, police_record
+from ..write.statements import memory_embedding_text
+from .core import Core
+
+
+@dataclass(slots=True)
+class _Prepared:
+    record: MemoryRecord
+    text_for_embedding: str
+    refusal: WriteResult | None = None
+
+
+
+class Writes(Core):
+    """The write path: every write is validated, policed for secrets, embedded, then
+    resolved against its neighbours inside one store transaction."""
+
+    def add(self, content: str, **options: Any) -> WriteResult:
+        """Remember one memory; returns what happened (``added``, ``updated``, ``merged``,
+        ``reinforced``, ``superseded`` or ``refused``) with the ids involved.
+
+        Options: ``type``, ``kind`` (entry|guide), ``title``, ``tags``, ``metadata``,
+        ``slot_key``, ``user_id``, ``agent_id``, ``session_id``, ``namespace``,
+        ``confidence``, ``importance``, ``ttl_days``, ``permanent``, ``expires_at``,
+        ``created_at``, ``valid_from``, ``valid_to``, ``path_hint``, ``repo``,
+        ``entities``, ``tier_l0``, ``tier_l1``, ``pinned``, ``on_duplicate``
+        (refuse|reinforce|keep), ``auto_edges`` (link to similar memories),
+        ``secrets`` (refuse|redact|allow; an identity may only make ``SECRET_POLICY``
+        stricter), ``now``.
+        """
+        return self.add_many([{"content": content, **options}])[0]
+
+    remember = add
+
+    def add_many(
+        self, items: Iterable[str | Mapping[str, Any]], **common: Any
+    ) -> builtins.list[WriteResult]:
+        """Remember several memories with one batched embedding call; each item is a
+        string or a mapping of :meth:`add` options (``common`` applies to all); at most
+        ``MAX_WRITES_PER_CALL`` items (else :class:`LimitError`, nothing written)."""
+        items = list(items)
+        check.within(len(items), self.settings.max_writes_per_call, "items",
+                     "MAX_WRITES_PER_CALL", "writes")  # fmt: skip
+        prepared: list[_Prepared] = []
+        policies: list[str | None] = []
+        linking: list[bool] = []
+        scopes: dict[tuple[Any, ...], Any] = {}  # access answers, once per call
+        for item in items:
+            options = {**common, **({"content": item} if isinstance(item, str) else item)}
+            check.options(options, ADD_OPTIONS, "add")
+            if "content" not in options:
+                raise ValidationError("content", "is required")
+            policies.append(options.pop("on_duplicate", None))
+            linking.append(bool(options.pop("auto_edges", False)))
+            prepared.append(self._prepare(**options, _scopes=scopes))
+        if not prepared:
+            return []
+        todo = [p for p in prepared if p.refusal is None]
+        vectors = (
+            self.embedder.embed_batch([p.text_for_embedding for p in todo])
+            if todo
+            else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        )
+        by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
+        actor = self.access.actor(self.principal)  # once a call
+        contexts = [
+            WriteContext(
+                self.store, self.settings, actor, prep.record.created_at or utcnow(),
+                self._duplicate_policy(policy), self.edge_classifier if link else None,
+                resolver=self.resolver,
+            )
+            for prep, policy, link in zip(prepared, policies, linking, strict=True)
+        ]  # fmt: skip
+        with self.store.write():
+            resolved = iter(resolve_many([
+                (ctx, prep.record, by_id[prep.record.id])
+                for prep, ctx in zip(prepared, contexts, strict=True) if prep.refusal is None
+            ]))  # fmt: skip
+            results = [
+                prep.refusal if prep.refusal is not None else next(resolved) for prep in prepared
+            ]
+        pending: list[tuple[str, str, str, dict[str, object]]] = []
+        for prep, ctx, result in zip(prepared, contexts, results, strict=True):
+            pending.extend(ctx.pending)
+            pending.append(_write_event(prep.record, result))
+        self.bus.emit_many(self.access.actor(self.principal), pending)
+        return results
+
+    def _prepare(
+        self,
+        content: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the documented name
+        kind: str = "entry",
+        title: str | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        slot_key: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        confidence: float = 1.0,
+        importance: float = 0.5,
+        ttl_days: float | None = None,
+        permanent: bool = False,
+        expires_at: datetime | str | None = None,
+        created_at: datetime | str | None = None,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None,
+        path_hint: str | None = None,
+        repo: str | None = None,
+        entities: Sequence[str] | None = None,
+        tier_l0: str | None = None,
+        tier_l1: str | None = None,
+        pinned: bool = False,
+        secrets: str | None = None,
+        now: datetime | str | None = None,
+        _scopes: dict[tuple[Any, ...], Any] | None = None,
+    ) -> _Prepared:
+        s = self.settings
+        text = check.content(content, s)
+        scopes = {} if _scopes is None else _scopes
+        where = (namespace, user_id, agent_id)
+        if where not in scopes:
+            scopes[where] = self._write_namespace(namespace, user_id, agent_id)
+        ns = scopes[where]
+        type_ = normalise_type(type)
+        if (ns, type_) not in scopes:
+            scopes[ns, type_] = self.access.can_write(self.principal, ns, type_)
+        if not scopes[ns, type_]:
+            raise NamespaceError("namespace", "you cannot write to this namespace")
+        if type_ == CHARTER_TYPE:
+            slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
+        clock = self._now(now)
+        created = as_utc(created_at, "created_at") or clock
+        record = MemoryRecord(
+            id=new_id(int(created.timestamp() * 1000)),
+            namespace=ns,
+            content=text,
+            kind=check.kind(kind),
+            type=type_,
+            title=check.optional_text(title, "title"),
+            tier_l0=check.optional_text(tier_l0, "tier_l0", s.max_content_bytes),
+            tier_l1=check.optional_text(tier_l1, "tier_l1", s.max_content_bytes),
+            tags=check.tags(tags, s),
+            path_hint=check.optional_text(path_hint, "path_hint"),
+            repo=check.optional_text(repo, "repo"),
+            slot_key=check.optional_text(slot_key, "slot_key", 256),
+            user_id=user_id,
+            agent_id=agent_id,
+            session_id=check.optional_text(session_id, "session_id", 256),
+            confidence=check.unit_interval(confidence, "confidence"),
+            importance=check.unit_interval(importance, "importance"),
+            pinned=bool(pinned),
+            created_at=created,
+            updated_at=created,
+            valid_from=as_utc(valid_from, "valid_from") or created,
+            valid_to=as_utc(valid_to, "valid_to"),
+            expires_at=initial_expiry(  # from the time of the write, not a backdated created_at
+                clock,
+                s,
+                ttl_days=ttl_days,
+                permanent=permanent,
+                expires_at=as_utc(expires_at, "expires_at"),
+            ),  # fmt: skip
+            metadata=check.metadata(metadata, s),
+        )
+        check.validity(record.valid_from, record.valid_to)
+        given = check.entities(entities)
+        record.entities = given or []  # scanned with the other fields
+        policy = effective_policy(secrets, s.secret_policy, trusted=self.principal.trusted)
+        refusal = self._apply_secret_policy(record, policy)
+        if refusal is not None:
+            return _Prepared(record, "", refusal)
+        record.polarity = self.polarity.polarity(record.content)
+        if given is None:
+            record.entities = self._entities(record)
+        # Unicode forms and invisible characters embed alike
+        return _Prepared(record, memory_embedding_text(record.title, record.content))
+
+
+    def revise(self, memory_id: str, content: str | None = None, **changes: Any) -> WriteResult:
+        """Edit a memory (content and other fields); moves ``updated_at`` (resets its age)
+        and brings an expired memory back."""
+        now = self._now(changes.pop("now", None))
+        with self.store.write():
+            old = self._writable(memory_id)
+            new = self._changed(old, content, changes)
+            new.updated_at = now
+            if new.expires_at is not None:
+                new.expires_at = max(new.expires_at, initial_expiry(now, self.settings) or now)
+            vector = None
+            if new.content != old.content or new.title != old.title:
+                new.polarity = self.polarity.polarity(new.content)
+                if "entities" not in changes:
+                    new.entities = self._entities(new)
+                vector = self.embedder.embed(memory_embedding_text(new.title, new.content))
+            self.store.update(new, vector)
+            ctx = self._ctx(now)
+            record_version(ctx, new.namespace, new.id, "revise", diff(old, new))
+        self._flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "revised"}))
+        return WriteResult("revised", new.id, [new.id], memory=new)
+
+    def improve(
+        self,
+        memory_id: str,
+        *,
+        confidence: float | None = None,
+        importance: float | None = None,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None,
+        now: datetime | str | None = None,
+    ) -> WriteResult:
+        """Adjust confidence, importance or validity without resetting the memory's age."""
+        changes: dict[str, Any] = {}
+        if confidence is not None:
+            changes["confidence"] = confidence
+        if importance is not None:
+            changes["importance"] = importance
+        if valid_from is not None:
+            changes["valid_from"] = valid_from
+        if valid_to is not None:
+            changes["valid_to"] = valid_to
+        when = self._now(now)
+        with self.store.write():
+            old = self._writable(memory_id)
+            new = self._changed(old, None, changes)
+            self.store.update(new)
+            ctx = self._ctx(when)
+            record_version(ctx, new.namespace, new.id, "improve", diff(old, new))
+        self._flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "improved"}))
+        return WriteResult("updated", new.id, [new.id], memory=new)
+
+    def _changed(
+        self, old: MemoryRecord, content: str | None, changes: dict[str, Any]
+    ) -> MemoryRecord:
+        s = self.settings
+        allowed = {
+            "title": lambda v: check.optional_text(v, "title"),
+            "tags": lambda v: check.tags(v, s),
+            "metadata": lambda v: check.metadata(v, s),
+            "type": normalise_type,
+            "confidence": lambda v: check.unit_interval(v, "confidence"),
+            "importance": lambda v: check.unit_interval(v, "importance"),
+            "valid_from": lambda v: as_utc(v, "valid_from"),
+            "valid_to": lambda v: as_utc(v, "valid_to"),
+            "path_hint": lambda v: check.optional_text(v, "path_hint"),
+            "repo": lambda v: check.optional_text(v, "repo"),
+            "tier_l0": lambda v: check.optional_text(v, "tier_l0", s.max_content_bytes),
+            "tier_l1": lambda v: check.optional_text(v, "tier_l1", s.max_content_bytes),
+            "entities": lambda v: check.entities(v) or [],
+            "pinned": bool,
+            "expires_at": lambda v: as_utc(v, "expires_at"),
+        }
+        updates: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name not in allowed:
+                raise ValidationError(name, "is not a field that can be revised")
+            updates[name] = allowed[name](value)
+        if content is not None:
+            updates["content"] = check.content(content, s)
+        new = replace(old, **updates)
+        check.validity(new.valid_from, new.valid_to)
+        if new.type != old.type:
+            new = self._retyped(old, new)
+        changed = [f for f in RECORD_FIELDS if f in updates]  # not what was stored before
+        police_record(new, s.secret_policy, changed)
+        return new
+
+    def _retyped(self, old: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+        """A change of type is a write of the new type, under the rules of ``add``: only
+        a group's admins write its ``charter``, and a group has one (issue 20, item 3)."""
+        if not self.access.can_write(self.principal, old.namespace, new.type):
+            raise NamespaceError("type", f"you cannot write {new.type} memories here")
+        if new.type == CHARTER_TYPE:
+            current = self.store.find_slot(old.namespace, CHARTER_TYPE)
+            if current is not None and current.id != old.id:
+                raise ValidationError(
+                    "type", f"the group already has a charter ({current.id}); revise that one"
+                )
+            return replace(new, slot_key=CHARTER_TYPE)
+        if old.type == CHARTER_TYPE and old.slot_key == CHARTER_TYPE:
+            return replace(new, slot_key=None)  # no longer the group's charter
+        return new
+
+    def delete(
+        self, memory_id: str, *, _due: Callable[[MemoryRecord], bool] | None = None
+    ) -> WriteResult:
+        """Forget a memory completely: row, keyword index, vector, edges and entities.
+        Its history keeps one tombstone version (no content). (``_due``, for gc: delete
+        only when ``_due(memory)`` still holds inside the write; else status ``kept``.)"""
+        now = utcnow()
+        with self.store.write():
+            record = self._writable(memory_id)
+            if _due is not None and not _due(record):
+                return WriteResult("kept", memory_id, [memory_id])
+            self.store.delete(memory_id)
+            self.store.purge_versions(memory_id)
+            tomb: dict[str, list[object]] = {"namespace": [record.namespace, None]}
+            ctx = self._ctx(now)
+            record_version(ctx, record.namespace, memory_id, "delete", tomb)
+        self._flush(ctx, ("memory.deleted", record.namespace, memory_id, {}))
+        return WriteResult("deleted", memory_id, [memory_id])
+
+    forget = delete
+
+    def pin(self, memory_id: str) -> WriteResult:
+        """Pin a memory: it goes in the stable part of every context that can see it."""
+        return self._set_pinned(memory_id, True)
+
+    def unpin(self, memory_id: str) -> WriteResult:
+        """Undo :meth:`pin`."""
+        return self._set_pinned(memory_id, False)
+
+    def _set_pinned(self, memory_id: str, value: bool) -> WriteResult:
+        """Change only ``pinned`` (not ``updated_at``: pinning does not make a memory
+        fresher); a version and ``memory.pinned`` / ``memory.unpinned`` record it."""
+        now = self._now(None)
+        with self.store.write():
+            old = self._writable(memory_id)
+            if old.pinned == value:
+                state = "pinned" if value else "not pinned"
+                return WriteResult("updated", old.id, [old.id], reason=f"already {state}",
+                                   memory=old)  # fmt: skip
+            new = replace(old, pinned=value)
+            self.store.update(new)
+            ctx = self._ctx(now)
+            record_version(ctx, new.namespace, new.id, "pin" if value else "unpin",
+                           diff(old, new))  # fmt: skip
+        event = "memory.pinned" if value else "memory.unpinned"
+        self._flush(ctx, (event, new.namespace, new.id, {}))
+        return WriteResult("updated", new.id, [new.id], memory=new)
+
+
+ADD_OPTIONS = frozenset(
+    {*inspect.signature(Writes._prepare).parameters, "on_duplicate", "auto_edges"}
+    - {"self", "_scopes"}
+)
+
+
+
+_STATUS_EVENTS = {
+    "added": "memory.added",
+    "superseded": "memory.added",
+    "updated": "memory.updated",
+    "merged": "memory.deduplicated",
+    "reinforced": "memory.deduplicated",
+}
+
+
+def _write_event(
+    record: MemoryRecord, result: WriteResult
+) -> tuple[str, str, str, dict[str, object]]:
+    """The event a write result announces (no content: ids and status only)."""
+    payload: dict[str, object] = {"status": result.status, "ids": list(result.ids)}
+    if result.status == "refused":
+        kind = "memory.dropped" if (result.reason or "").startswith("secret") else (
+            "memory.deduplicated"
+        )  # fmt: skip
+        payload["reason"] = result.reason
+        return kind, record.namespace, result.id or record.id, payload
+    return _STATUS_EVENTS[result.status], record.namespace, result.id or record.id, payload
+
+

@@ -1,0 +1,142 @@
+"""Every face offers every operation of the one table (``memchentic.operations``),
+under the same name and returning the same type.
+
+The table is enumerated, not a hand list: an operation added to ``Memory`` without a
+row here fails ``test_memory_has_nothing_the_table_lacks``; a row that a face lacks,
+or answers with another type, fails the face's test.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Any
+
+import pytest
+
+from memchentic import AsyncClient, AsyncMemory, Client, Memory
+from memchentic.operations import LIFECYCLE, OPERATIONS, REMOTE_ONLY, Operation, operation
+
+IDS = [op.name for op in OPERATIONS]
+
+
+def _public(cls: type) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def _returns(cls: type, name: str) -> Any:
+    member = getattr(cls, name)
+    return typing.get_type_hints(member)["return"]
+
+
+def _names(op: Operation) -> tuple[str, ...]:
+    return (op.name, *op.aliases)
+
+
+def test_the_table_names_each_operation_once() -> None:
+    names = [n for op in OPERATIONS for n in _names(op)]
+    assert len(names) == len(set(names))
+    assert operation("remember") is operation("add")
+    with pytest.raises(KeyError):
+        operation("no_such_operation")
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=IDS)
+def test_memory_defines_it(op: Operation) -> None:
+    for name in _names(op):
+        assert callable(getattr(Memory, name, None)), f"Memory lacks {name}"
+        assert _returns(Memory, name) == op.returns, name
+
+
+def test_memory_has_nothing_the_table_lacks() -> None:
+    listed = {n for op in OPERATIONS for n in _names(op)} | set(LIFECYCLE)
+    assert _public(Memory) - listed == set()
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=IDS)
+def test_async_memory_waits_for_it(op: Operation) -> None:
+    for name in _names(op):
+        if op.group == "events" and name in ("subscribe", "unsubscribe"):
+            # registering a callback does no I/O: the same sync method
+            assert _returns(AsyncMemory, name) == op.returns
+            continue
+        twin = getattr(AsyncMemory, "a" + name, None)
+        assert twin is not None, f"AsyncMemory lacks a{name}"
+        assert inspect.iscoroutinefunction(twin), f"a{name} is not async"
+        assert _returns(AsyncMemory, "a" + name) == op.returns, f"a{name}"
+
+
+def test_async_memory_has_nothing_the_table_lacks() -> None:
+    listed = {"a" + n for op in OPERATIONS for n in _names(op)}
+    listed |= {"subscribe", "unsubscribe", "as_identity", "for_identity", "aclose", "sync"}
+    assert _public(AsyncMemory) - listed == set()
+
+
+@pytest.mark.parametrize("client", [Client, AsyncClient], ids=["Client", "AsyncClient"])
+@pytest.mark.parametrize("op", OPERATIONS, ids=IDS)
+def test_the_http_clients_call_it(op: Operation, client: type) -> None:
+    method = getattr(client, op.name, None)
+    if not op.remote:
+        assert method is None, f"{client.__name__}.{op.name}: {op.local_only}"
+        return
+    assert method is not None, f"{client.__name__} lacks {op.name}"
+    assert _returns(client, op.name) == op.returns, f"{client.__name__}.{op.name}"
+    if client is AsyncClient:
+        assert inspect.iscoroutinefunction(method), f"AsyncClient.{op.name} is not async"
+
+
+def test_the_async_client_has_every_name_of_the_sync_one() -> None:
+    sync = {n for n in _public(Client) if callable(getattr(Client, n))} - {"close"}
+    assert sync - _public(AsyncClient) == set()
+    assert inspect.iscoroutinefunction(AsyncClient.aclose)
+    for name in sync - {"stream_events"}:  # an Iterator there, an AsyncIterator here
+        assert _returns(AsyncClient, name) == _returns(Client, name), name
+
+
+def test_the_client_returns_the_librarys_types() -> None:
+    """Where Memory returns its own objects, so does the client (no plain dicts)."""
+    for name in ("ask", "consolidate", "maintain", "neighbors", "context", "history"):
+        assert _returns(Client, name) == _returns(Memory, name), name
+    assert set(REMOTE_ONLY) <= _public(Client)
+
+
+def test_every_route_the_table_names_is_served(tmp_path: Any) -> None:
+    pytest.importorskip("fastapi")
+    from memchentic.server.app import create_app
+
+    mem = Memory(tmp_path / "faces.db", embedder="hash")
+    try:
+        paths = create_app(mem, mcp=False, console=False).openapi()["paths"]
+    finally:
+        mem.close()
+    served = {(method.upper(), path) for path, item in paths.items() for method in item}
+    for op in OPERATIONS:
+        if op.http is None:
+            assert not op.remote, f"{op.name} is remote but names no route"
+            continue
+        method, path = op.http.split(" ", 1)
+        assert (method, "/v1" + path) in served, f"{op.name}: no route {op.http}"
+
+
+def test_every_tool_the_table_names_is_an_mcp_tool() -> None:
+    pytest.importorskip("mcp")
+    from memchentic.server.mcp_server import TOOLS
+
+    named = {op.mcp for op in OPERATIONS if op.mcp}
+    assert named == set(TOOLS)
+
+
+def test_every_command_the_table_names_exists() -> None:
+    import typer.main
+
+    from memchentic.cli import app
+
+    root = typer.main.get_command(app)
+    for op in OPERATIONS:
+        if op.cli is None:
+            continue
+        command: Any = root
+        for word in op.cli.split():
+            assert hasattr(command, "commands"), f"{op.name}: {op.cli}"
+            assert word in command.commands, f"{op.name}: no command `memchentic {op.cli}`"
+            command = command.commands[word]
