@@ -57,7 +57,7 @@ class SQLiteIsolated:
     def conn(self) -> sqlite3.Connection:  # provided by SQLiteStore
         raise NotImplementedError
 
-    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:  # provided by SQLiteStore
+    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:  # by SQLiteSearch
         raise NotImplementedError
 
     def _keyword_isolated(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:

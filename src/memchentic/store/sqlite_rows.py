@@ -9,8 +9,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..clock import from_text, to_text
 from ..record import Edge, MemoryRecord, Version
+from .base import RankRow
 from .dialect import Dialect
 
 #: Columns in insert order (``rowid`` is assigned by SQLite).
@@ -84,6 +87,26 @@ def row_to_record(row: sqlite3.Row | tuple[Any, ...]) -> MemoryRecord:
         recall_count=recall_count, last_recalled_at=_time(last_recalled_at),
         metadata=_json(metadata, dict), superseded_by=superseded_by,
     )  # fmt: skip
+
+
+#: The columns of a :class:`RankRow`, in its order.
+RANK_COLUMNS = (
+    "m.session_id, m.updated_at, m.kind, m.type, m.reinforcement, m.recall_count, m.path_hint, "
+    "m.namespace, m.created_at"
+)
+RANK_WIDTH = 9
+
+
+def rank_row(row: Sequence[Any], at: int) -> RankRow:
+    """The RankRow in ``row`` from column ``at`` on (RANK_COLUMNS, then maybe a
+    vector blob)."""
+    session, updated, kind, type_, reinforcement, recalls, path, namespace, created = row[
+        at : at + RANK_WIDTH
+    ]
+    blob = row[at + RANK_WIDTH] if len(row) > at + RANK_WIDTH else None
+    vector = np.frombuffer(blob, dtype=np.float32) if blob is not None else None
+    return RankRow(session, from_text(updated), kind, type_, reinforcement, recalls, path,
+                   namespace, from_text(created), vector)  # fmt: skip
 
 
 def row_to_edge(row: tuple[Any, ...]) -> Edge:

@@ -1,0 +1,438 @@
+"""Vector and keyword search of the SQLite store (the shared indexes; the isolated
+searches of untrusted callers are :mod:`.sqlite_isolated`'s).
+
+Vectors: each process keeps a :class:`~.vectors.VectorIndex` that replays the
+``vector_log`` before it answers, so a search sees every committed write. Keywords:
+FTS5's BM25 over the ``memories_fts`` index, the query's words stemmed by the
+index's own tokenizer, document frequencies cached per write stamp.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..clock import from_text
+from ..text import fts_phrase, query_words
+from .base import MemoryFilter, Neighbour, RankRow
+from .sqlite_isolated import SQLiteIsolated
+from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row, where
+from .vectors import VectorIndex
+
+
+class SQLiteSearch(SQLiteIsolated):
+    """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore`."""
+
+    common_term_docs: int
+    _index: VectorIndex | None
+    _index_lock: threading.RLock
+
+    if TYPE_CHECKING:  # provided by SQLiteStore
+
+        @property
+        def _index_path(self) -> Path: ...
+
+        def write(self) -> AbstractContextManager[None]: ...
+
+        def _by_rowids(
+            self,
+            columns: str,
+            keys: Sequence[int],
+            cond: str = "1",
+            params: Sequence[Any] = (),
+            joined: str = "",
+        ) -> Any: ...
+
+    # --- vectors --------------------------------------------------------------------
+    def _sync_index(self) -> VectorIndex | None:
+        """Bring this process's index up to the committed vector log."""
+        with self._index_lock:
+            meta = dict(
+                self.conn.execute(
+                    "SELECT key, value FROM meta "
+                    "WHERE key IN ('embedding_dimension', 'index_epoch')"
+                ).fetchall()
+            )
+            dim_text = meta.get("embedding_dimension")
+            if dim_text is None:
+                return None
+            epoch = meta.get("index_epoch") or ""
+            dim = int(dim_text)
+            index = self._index
+            if index is None or index.dimension != dim or getattr(index, "epoch", None) != epoch:
+                index = VectorIndex.load(
+                    self._index_path, epoch, dim, exact_below=self.exact_vector_rows
+                ) or VectorIndex(dim, exact_below=self.exact_vector_rows)
+                index.epoch = epoch  # type: ignore[attr-defined]
+                self._index = index
+            changes = self.conn.execute(
+                "SELECT seq, key, op FROM vector_log WHERE seq > ? ORDER BY seq",
+                (index.applied_seq,),
+            ).fetchall()
+            if not changes:
+                return index
+            latest: dict[int, str] = {}
+            for _, key, op in changes:
+                latest[key] = op
+            removed = [k for k, op in latest.items() if op == "delete"]
+            upserted = [k for k, op in latest.items() if op == "upsert"]
+            index.remove(removed)
+            for start in range(0, len(upserted), 8192):
+                chunk = upserted[start : start + 8192]
+                if len(chunk) == 1:  # the common case: one write since the last search
+                    rows = self.conn.execute(
+                        "SELECT rowid, embedding FROM vectors WHERE rowid = ?", chunk
+                    ).fetchall()
+                else:
+                    rows = self.conn.execute(
+                        f"SELECT rowid, embedding FROM vectors "
+                        f"WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                keys = [r[0] for r in rows]
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+                matrix = matrix.reshape(len(rows), dim)
+                index.upsert(keys, matrix)
+                if len(rows) < len(chunk):
+                    index.remove(list(set(chunk) - set(keys)))
+            index.applied_seq = changes[-1][0]
+            return index
+
+    def vector_search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
+    ) -> list[tuple[str, float]]:
+        if flt.isolated and k > 0:  # untrusted caller: never through the shared graph
+            visible = self._vector_isolated(vector, k, flt)
+            if visible is not None:
+                return visible
+        index = self._sync_index()
+        if index is None or k <= 0 or not len(index):
+            return []
+        cond, params = where(flt)
+        query = np.asarray(vector, dtype=np.float32)
+        # Few rows fail a filter with no namespace or field restriction (expired or
+        # superseded ones): ask for a little more than k, not four times as many.
+        fetch = k + max(8, k // 4) if flt.is_unrestricted() else k * 4
+        while True:
+            found = index.search(query, fetch)
+            passing = self._passing([key for key, _ in found], cond, params, rows)
+            if len(passing) >= k or len(found) >= len(index):
+                break
+            allowed = self.conn.execute(
+                f"SELECT m.rowid FROM memories m WHERE {cond} LIMIT ?",
+                (*params, self.exact_vector_rows + 1),
+            ).fetchall()
+            if len(allowed) <= self.exact_vector_rows:  # few rows pass: scan them exactly
+                found = index.scan(query, [r[0] for r in allowed], k)
+                passing = self._passing([key for key, _ in found], cond, params, rows)
+                break
+            fetch *= 8
+        # The index holds the exact float32 rows: its cosines are final.
+        hits = [(passing[key], cosine) for key, cosine in found if key in passing]
+        hits.sort(key=lambda item: (-item[1], item[0]))
+        return hits[:k]
+
+    def similar_many(
+        self,
+        vectors: np.ndarray,
+        k: int,
+        min_cosine: float,
+    ) -> list[list[Neighbour]]:
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        index = self._sync_index()
+        if index is None or not len(index) or k <= 0:
+            return [[] for _ in range(len(queries))]
+        close = index.search_many(queries, k, min_cosine)
+        keys = list(dict.fromkeys(key for hits in close for key, _ in hits))
+        facts = {
+            key: row
+            for key, *row in self._by_rowids(
+                "m.rowid, m.id, m.namespace, m.kind, m.polarity, m.superseded_by, m.expires_at",
+                keys,
+            )
+        }
+        out: list[list[Neighbour]] = []
+        for hits in close:
+            found = []
+            for key, cosine in hits:
+                if (row := facts.get(key)) is not None:
+                    memory_id, namespace, kind, polarity, superseded, expires = row
+                    found.append(Neighbour(
+                        memory_id, cosine, namespace, kind, polarity, superseded,
+                        from_text(expires),
+                    ))  # fmt: skip
+            out.append(found)
+        return out
+
+    def _passing(
+        self,
+        keys: Sequence[int],
+        cond: str,
+        params: list[Any],
+        rank_rows: dict[str, RankRow] | None = None,
+        *,
+        with_vectors: bool = False,
+    ) -> dict[int, str]:
+        """The keys (rows) that pass the filter, with their ids; with ``rank_rows``,
+        their :class:`RankRow` too (read from the same rows), with their vectors
+        when ``with_vectors``."""
+        out: dict[int, str] = {}
+        columns, joined = "m.rowid, m.id", ""
+        if rank_rows is not None:
+            columns += f", {RANK_COLUMNS}"
+            if with_vectors:
+                columns += ", v.embedding"
+                joined = "LEFT JOIN vectors v ON v.rowid = m.rowid"
+        rows = self._by_rowids(columns, keys, cond, params, joined)
+        if rank_rows is None:
+            out.update(rows)
+            return out
+        for row in rows:
+            out[row[0]] = row[1]
+            rank_rows[row[1]] = rank_row(row, 2)
+        return out
+
+    def replace_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        with self.write():
+            self.conn.executemany(
+                "UPDATE vectors SET embedding = ? "
+                "WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)",
+                [(np.asarray(v, dtype=np.float32).tobytes(), mid) for mid, v in vectors.items()],
+            )
+
+    # --- keywords -------------------------------------------------------------------
+    def index_terms(self, text: str) -> list[str]:
+        words = query_words(text, max_words=10_000)
+        return [term for _, term in self._stems(words)]
+
+    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
+        """(word, index term) pairs, tokenised exactly as the keyword index does.
+
+        Each word's terms are remembered (the tokenizer is fixed), so only words
+        not seen before go through SQLite's tokenizer.
+        """
+        if not words:
+            return []
+        cache: dict[str, tuple[str, ...]] | None = getattr(self, "_stem_cache", None)
+        if cache is None or len(cache) > 100_000:
+            cache = {}
+            self._stem_cache = cache
+        todo = list(dict.fromkeys(w for w in words if w not in cache))
+        if todo:
+            conn = self.conn
+            conn.executemany(
+                "INSERT INTO temp.query_tokens(rowid, word) VALUES (?, ?)",
+                list(enumerate(todo, start=1)),
+            )
+            found: dict[str, list[str]] = {w: [] for w in todo}
+            rows = conn.execute("SELECT doc, term FROM temp.query_terms ORDER BY doc, offset")
+            for doc, term in rows:
+                found[todo[doc - 1]].append(term)
+            conn.execute("DELETE FROM temp.query_tokens")
+            for word, terms in found.items():
+                cache[word] = tuple(terms)
+        return [(word, term) for word in words for term in cache[word]]
+
+    def _write_stamp(self) -> int:
+        """A counter that grows with every vector change (so with every memory
+        added, re-embedded or deleted): how far cached statistics may have drifted."""
+        row = self.conn.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Memories holding each term. Counting walks the term's whole posting list,
+        so a large count is reused until the writes since could have moved it by
+        more than 2% (small counts are always read afresh)."""
+        if not terms:
+            return {}
+        cache: dict[str, tuple[int, int]] | None = getattr(self, "_df_cache", None)
+        if cache is None or len(cache) > 100_000:
+            cache = {}
+            self._df_cache = cache
+        stamp = self._write_stamp()
+        out: dict[str, int] = {}
+        todo: list[str] = []
+        for term in terms:
+            hit = cache.get(term)
+            if hit is not None and 0 <= stamp - hit[1] <= hit[0] // 50:
+                out[term] = hit[0]
+            else:
+                todo.append(term)
+        if todo:
+            rows = dict(
+                self.conn.execute(
+                    f"SELECT term, doc FROM memories_fts_terms WHERE term IN "
+                    f"({', '.join('?' * len(todo))})",
+                    todo,
+                ).fetchall()
+            )
+            for term in todo:
+                out[term] = int(rows.get(term, 0))
+                cache[term] = (out[term], stamp)
+        return {term: df for term, df in out.items() if df}
+
+    def _live_rows(self) -> int:
+        """About how many memories the store holds (exact to within 1%)."""
+        stamp = self._write_stamp()
+        hit: tuple[int, int] | None = getattr(self, "_rows_cache", None)
+        if hit is not None and 0 <= stamp - hit[1] <= hit[0] // 100:
+            return hit[0]
+        count = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        self._rows_cache = (count, stamp)
+        return count
+
+    def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
+        pairs = self._stems(query_words(query))
+        freqs = self._doc_freqs(sorted({t for _, t in pairs}))
+        total = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        return pairs, freqs, total
+
+    def keyword_search(
+        self,
+        query: str,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
+        *,
+        query_vector: np.ndarray | None = None,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the query's words, at a bounded cost.
+
+        A ranked FTS5 query costs time in proportion to the rows its words match.
+        Words found in no memory are skipped. Words in more than
+        ``common_term_docs`` memories are *common*: left out when rarer words
+        exist. Words are taken rarest first while the rows they match add up to at
+        most ``common_window``; when even the rarest matches more, only the newest
+        ``common_window`` of its matches (with the next rarest words while they add
+        up to at most ``common_term_docs``) are ranked. This holds at any store
+        size, as in the PostgreSQL store: in a 10k store the words of a long
+        question matched about 6,000 rows, 11 ms of ranking (2-4 ms at 100k, where
+        the budget applied).
+        """
+        if flt.isolated:  # untrusted caller: statistics of the visible rows only
+            return self._keyword_isolated(query, k, flt)
+        pairs = self._stems(query_words(query))
+        if not pairs or k <= 0:
+            return []
+        freqs = self._doc_freqs(sorted({t for _, t in pairs}))
+        word_df: dict[str, int] = {}
+        for word, term in pairs:  # a phrase matches at most as many rows as its rarest term
+            word_df[word] = min(word_df.get(word, freqs.get(term, 0)), freqs.get(term, 0))
+        present = [w for w, df in word_df.items() if df > 0]
+        if not present:
+            return []
+        rare = [w for w in present if word_df[w] <= self.common_term_docs]
+        words = rare or present
+        window_rows = None if rare else self.common_window
+        if sum(word_df[w] for w in words) > self.common_window:  # at any store size
+            words, window_rows = self._within_budget(words, word_df)
+        match = " OR ".join(fts_phrase(w) for w in words)
+        if window_rows is not None:  # rank only the newest window_rows matches
+            row = self.conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                (match, window_rows - 1),
+            ).fetchone()
+            if row is not None:
+                return self._rank_window(words, word_df, row[0], k, flt, rows)
+        cond, params = where(flt)
+        if not flt.is_unrestricted():  # filter every match: the filter may keep few
+            # The vectors of the k best only (not of every match the sort sees).
+            found = self.conn.execute(
+                f"SELECT s.*, v.embedding FROM ("
+                f"SELECT m.id, bm25(memories_fts, ?, 1.0, 1.0) AS score, {RANK_COLUMNS}, "
+                f"m.rowid AS key FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+                f"WHERE memories_fts MATCH ? AND {cond} "
+                f"ORDER BY score, m.rowid DESC LIMIT ?) s "
+                f"LEFT JOIN vectors v ON v.rowid = s.key ORDER BY s.score, s.key DESC",
+                (self.title_weight, match, *params, k),
+            ).fetchall()
+            if rows is not None:
+                for row in found:
+                    rows[row[0]] = rank_row((*row[: 2 + RANK_WIDTH], row[-1]), 2)
+            return [(row[0], -float(row[1])) for row in found]
+        # Most rows pass: rank inside FTS5 and look up only the best rows.
+        fetch = k + max(16, k // 4)
+        while True:
+            top = self.conn.execute(
+                "SELECT f.rowid, bm25(memories_fts, ?, 1.0, 1.0) AS score "
+                "FROM memories_fts f WHERE memories_fts MATCH ? "
+                "ORDER BY score, f.rowid DESC LIMIT ?",
+                (self.title_weight, match, fetch),
+            ).fetchall()
+            passing = self._passing([key for key, _ in top], cond, params, rows, with_vectors=True)
+            hits = [(passing[key], -float(score)) for key, score in top if key in passing]
+            if len(hits) >= k or len(top) < fetch:
+                return hits[:k]
+            fetch *= 4
+
+    def _rank_window(
+        self,
+        words: list[str],
+        word_df: dict[str, int],
+        window: int,
+        k: int,
+        flt: MemoryFilter,
+        rows: dict[str, RankRow] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Rank the matches from rowid ``window`` on (the newest ``common_window``) by
+        the BM25 idf of the query words each holds.
+
+        Only for queries of common words: FTS5's ``bm25()`` counts the rows holding
+        each word by reading its whole posting list, at every query, a cost that
+        grows with the store (40 ms for three words in a third of 1M rows), while
+        each word's matches past ``window`` are found by a seek. Term frequency and
+        length do not count here; among common words they would add little.
+        """
+        total = max(self._live_rows(), 1)
+        scores: dict[int, float] = {}
+        for word in words:
+            df = word_df[word]
+            idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+            for (key,) in self.conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid >= ?",
+                (fts_phrase(word), window),
+            ).fetchall():
+                scores[key] = scores.get(key, 0.0) + idf
+        ranked = sorted(scores, key=lambda key: (-scores[key], -key))
+        cond, params = where(flt)
+        step = k + max(16, k // 4) if flt.is_unrestricted() else len(ranked)
+        hits: list[tuple[str, float]] = []
+        for start in range(0, len(ranked), max(step, 1)):
+            chunk = ranked[start : start + step]
+            passing = self._passing(chunk, cond, params, rows, with_vectors=True)
+            hits.extend((passing[key], scores[key]) for key in chunk if key in passing)
+            if len(hits) >= k:
+                break
+        return hits[:k]
+
+    def _within_budget(
+        self, words: list[str], word_df: dict[str, int]
+    ) -> tuple[list[str], int | None]:
+        """The rarest words while their rows add up to ``common_window`` (rank them
+        all), or when the rarest alone matches more, the rarest words while they add
+        up to ``common_term_docs`` with the window size (rank the newest matches)."""
+        ordered = sorted(words, key=lambda w: (word_df[w], w))
+        if word_df[ordered[0]] > self.common_window:
+            budget, window_rows = self.common_term_docs, self.common_window
+        else:
+            budget, window_rows = self.common_window, None
+        chosen, total = [ordered[0]], word_df[ordered[0]]
+        for word in ordered[1:]:
+            if total + word_df[word] > budget:
+                break
+            chosen.append(word)
+            total += word_df[word]
+        return chosen, window_rows
