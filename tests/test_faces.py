@@ -8,6 +8,7 @@ or answers with another type, fails the face's test.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from typing import Any
@@ -140,3 +141,63 @@ def test_every_command_the_table_names_exists() -> None:
             assert hasattr(command, "commands"), f"{op.name}: {op.cli}"
             assert word in command.commands, f"{op.name}: no command `memchentic {op.cli}`"
             command = command.commands[word]
+
+
+def _classes(hint: Any, found: set[type]) -> None:
+    if isinstance(hint, type):
+        if hint.__module__.startswith("memchentic") and hint not in found:
+            found.add(hint)
+            if dataclasses.is_dataclass(hint):  # what the type carries is exported too
+                for value in typing.get_type_hints(hint).values():
+                    _classes(value, found)
+        return
+    for arg in typing.get_args(hint):
+        _classes(arg, found)
+
+
+def test_every_type_a_face_takes_or_returns_is_exported() -> None:
+    """A user never imports a private module to annotate a call's argument or result."""
+    import httpx
+
+    import memchentic
+
+    faces = [Memory, AsyncMemory, Client, AsyncClient, memchentic.Directory,
+             memchentic.RemoteDirectory, memchentic.AsyncRemoteDirectory]  # fmt: skip
+    found: set[type] = set()
+    for face in faces:
+        for name in ["__init__", *_public(face)]:
+            member = getattr(face, name)
+            member = member.fget if isinstance(member, property) else member
+            if callable(member):
+                names = {**vars(memchentic), "httpx": httpx}  # TYPE_CHECKING-only imports
+                hints = typing.get_type_hints(member, localns=names)
+                for hint in hints.values():
+                    _classes(hint, found)
+    missing = sorted(f"{t.__module__}.{t.__name__}" for t in found
+                     if getattr(memchentic, t.__name__, None) is not t)  # fmt: skip
+    assert missing == []
+    assert {t.__name__ for t in found} <= set(memchentic.__all__)
+
+
+def _isort_style(name: str) -> tuple[int, str]:
+    """Constants, then classes, then functions (ruff's RUF022 order)."""
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
+
+
+def test_the_packages_export_lists_are_sorted_and_real() -> None:
+    import importlib
+    import pkgutil
+
+    import memchentic
+
+    packages = [memchentic] + [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(memchentic.__path__, "memchentic.")
+        if info.ispkg and not info.name.startswith("memchentic.server")
+    ]
+    for package in packages:
+        names = getattr(package, "__all__", None)
+        if names is None:
+            continue
+        assert list(names) == sorted(names, key=_isort_style), package.__name__
+        assert [n for n in names if not hasattr(package, n)] == [], package.__name__

@@ -52,11 +52,8 @@ def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")
-            if node.level:
-                base = base[: len(base) - node.level + 1]
-            else:
-                base = []
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
             targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES else module
                        for a in node.names]  # fmt: skip

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from memchentic import Memory, Settings
 from memchentic.cli import app
-from memchentic.migrate import KINDS, migrate
 from memchentic.store import open_store
 from memchentic.store.base import MemoryFilter, Store
+from memchentic.store_copy import KINDS, migrate
 
 from .conftest import Stores
 

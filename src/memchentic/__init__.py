@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from .access import TRUSTED, AccessPolicy, Principal
+from .access.directory import Directory
 from .aio import AsyncMemory
-from .client import AsyncClient, Client
-from .context import Context
+from .client import AsyncClient, AsyncRemoteDirectory, Client, RemoteDirectory
+from .context import Context, ContextItem, Section
 from .embed import Embedder, HashEmbedder, get_embedder, register_embedder
 from .errors import (
     AuthError,
+    ChatError,
     EmbedderError,
     EmbedderMismatchError,
     ForbiddenError,
@@ -22,41 +25,102 @@ from .errors import (
     StoreError,
     ValidationError,
 )
+from .graph.auto_edges import EdgeClassifier
+from .graph.entities import EntityExtractor
+from .identity import Grant, Identity, Invitation, Membership, Team
+from .learn import Extracted, Extractor, Message
+from .learn.summaries import ExtractiveSummarizer, Summarizer
+from .llm import ChatClient
 from .memory import Memory
-from .record import Edge, MemoryRecord, SearchHit, Version, WriteResult
+from .operations import OPERATIONS, Operation
+from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
+from .reports import (
+    Answer,
+    ConsolidationReport,
+    ImportReport,
+    MaintenanceReport,
+    Neighbour,
+    Passage,
+)
+from .retrieval.pipeline import Reranker
+from .retrieval.profiles import SearchProfile
 from .settings import Settings
+from .store import MemoryFilter, Store, StoreStats, open_store
+from .write.polarity import PolarityClassifier
+from .write.resolvers import Decision, Resolver
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "OPERATIONS",
+    "TRUSTED",
+    "AccessPolicy",
+    "Answer",
     "AsyncClient",
     "AsyncMemory",
+    "AsyncRemoteDirectory",
     "AuthError",
+    "ChatClient",
+    "ChatError",
     "Client",
+    "ConsolidationReport",
     "Context",
+    "ContextItem",
+    "Decision",
+    "Directory",
     "Edge",
+    "EdgeClassifier",
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",
+    "EntityExtractor",
+    "Event",
+    "Extracted",
+    "ExtractiveSummarizer",
+    "Extractor",
     "ForbiddenError",
+    "Grant",
     "HashEmbedder",
+    "Identity",
+    "ImportReport",
+    "Invitation",
     "LimitError",
+    "MaintenanceReport",
+    "Membership",
     "MemchenticError",
     "Memory",
+    "MemoryFilter",
     "MemoryRecord",
+    "Message",
     "NamespaceError",
+    "Neighbour",
     "NotAStoreError",
     "NotFoundError",
+    "Operation",
+    "Passage",
+    "PolarityClassifier",
+    "Principal",
+    "RemoteDirectory",
+    "Reranker",
+    "Resolver",
     "SchemaTooNewError",
     "SearchHit",
+    "SearchProfile",
+    "Section",
     "ServerError",
     "Settings",
+    "Store",
     "StoreCorruptError",
     "StoreError",
+    "StoreStats",
+    "Summarizer",
+    "Team",
+    "Turn",
     "ValidationError",
     "Version",
     "WriteResult",
     "__version__",
     "get_embedder",
+    "open_store",
     "register_embedder",
 ]

@@ -150,3 +150,9 @@ class ServerError(MemchenticError):
         super().__init__(message)
         self.code = code
         self.status = status
+
+
+class ChatError(MemchenticError):
+    """The chat model could not be reached or answered badly."""
+
+    code = "chat_error"

@@ -11,14 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import MemchenticError
+from .errors import ChatError
 from .settings import Settings
-
-
-class ChatError(MemchenticError):
-    """The chat model could not be reached or answered badly."""
-
-    code = "chat_error"
 
 
 class ChatClient:

@@ -1,4 +1,4 @@
-"""``memchentic migrate --from STORE --to STORE`` (see :mod:`memchentic.migrate`)."""
+"""``memchentic migrate --from STORE --to STORE`` (see :mod:`memchentic.store_copy`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from ..errors import EmbedderMismatchError
-from ..migrate import KINDS, MigrationReport, migrate
 from ..settings import Settings
 from ..store import Store, open_store
+from ..store_copy import KINDS, MigrationReport, migrate
 from .options import JsonOpt
 from .output import echo_json, fail, new_table, out, progress_bar
 from .runtime import embedder_mismatch, trusted
