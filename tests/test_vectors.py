@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memchentic.store import vectors
+from memchentic.store import ivf as ivf_params
 from memchentic.store.vectors import VectorIndex
 
 DIM = 48
@@ -77,7 +77,7 @@ def test_recall_at_10_against_an_exact_scan(ivf: VectorIndex, corpus: np.ndarray
 
 
 def test_recall_holds_when_calibration_looks_at_every_nth_row(monkeypatch):
-    monkeypatch.setattr(vectors, "CALIBRATION_ROWS", 3000)  # as past 262,144 rows
+    monkeypatch.setattr(ivf_params, "CALIBRATION_ROWS", 3000)  # as past 262,144 rows
     rows = clustered(20_000, seed=15)
     index = build(rows, exact_below=2000)
     assert recall_at(index, rows, near(rows, 200, seed=16), 10) >= 0.98
@@ -174,7 +174,7 @@ def test_probe_plan_orders_the_lists_it_probes_like_a_full_sort(
     full = np.argsort(-sims, axis=1, kind="stable")
     held = np.cumsum(lists.sizes[full], axis=1)
     want = np.minimum(
-        np.maximum(lists.nprobe(k), (held < vectors.ROWS_PER_RESULT * k).sum(axis=1) + 1),
+        np.maximum(lists.nprobe(k), (held < ivf_params.ROWS_PER_RESULT * k).sum(axis=1) + 1),
         lists.nlist,
     )
     assert count.tolist() == want.tolist()
