@@ -17,16 +17,9 @@ from psycopg.types.json import Jsonb
 from ..errors import ValidationError
 from ..record import Edge, MemoryRecord, Version
 from .dialect import Dialect
+from .tables import COLUMNS as COLUMNS  # re-exported: the rows of this backend
+from .tables import SELECT_COLUMNS as SELECT_COLUMNS
 
-#: Columns in insert order (``key`` is assigned by PostgreSQL, ``tsv`` by the store).
-COLUMNS: tuple[str, ...] = (
-    "id", "namespace", "kind", "type", "content", "title", "tier_l0", "tier_l1", "tags",
-    "path_hint", "repo", "entities", "slot_key", "user_id", "agent_id", "session_id",
-    "confidence", "reinforcement", "importance", "polarity", "pinned", "created_at",
-    "updated_at", "valid_from", "valid_to", "expires_at", "recall_count",
-    "last_recalled_at", "superseded_by", "metadata",
-)  # fmt: skip
-SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
 EDGE_COLUMNS = "id, source, target, kind, strength, created_at, metadata"
 VERSION_COLUMNS = "memory_id, version, op, actor, at, changes, snapshot"
 _TIME_FIELDS = (

@@ -15,17 +15,8 @@ from ..clock import from_text, to_text
 from ..record import Edge, MemoryRecord, Version
 from .base import RankRow
 from .dialect import Dialect
-
-#: Columns in insert order (``rowid`` is assigned by SQLite).
-COLUMNS: tuple[str, ...] = (
-    "id", "namespace", "kind", "type", "content", "title", "tier_l0", "tier_l1", "tags",
-    "path_hint", "repo", "entities", "slot_key", "user_id", "agent_id", "session_id",
-    "confidence", "reinforcement", "importance", "polarity", "pinned", "created_at",
-    "updated_at", "valid_from", "valid_to", "expires_at", "recall_count",
-    "last_recalled_at", "superseded_by", "metadata",
-)  # fmt: skip
-SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
-
+from .tables import COLUMNS as COLUMNS  # re-exported: the rows of this backend
+from .tables import SELECT_COLUMNS as SELECT_COLUMNS
 
 #: ``json.dumps(value, ensure_ascii=False)``, without building an encoder a call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False)

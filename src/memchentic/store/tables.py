@@ -41,6 +41,17 @@ class SqlHost(Protocol):
         ...
 
 
+#: The memories table's columns, in insert order, on both backends (SQLite adds
+#: its ``rowid``; PostgreSQL its ``key`` and the ``tsv`` keyword entry).
+COLUMNS: tuple[str, ...] = (
+    "id", "namespace", "kind", "type", "content", "title", "tier_l0", "tier_l1", "tags",
+    "path_hint", "repo", "entities", "slot_key", "user_id", "agent_id", "session_id",
+    "confidence", "reinforcement", "importance", "polarity", "pinned", "created_at",
+    "updated_at", "valid_from", "valid_to", "expires_at", "recall_count",
+    "last_recalled_at", "superseded_by", "metadata",
+)  # fmt: skip
+SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
+
 _IDENTITY = "id, kind, name, created_at"
 _TEAM = "id, kind, name, created_at"
 _GRANT = "id, namespace, grantee, created_at"
