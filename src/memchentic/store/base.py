@@ -49,7 +49,7 @@ class RankRow(NamedTuple):
     cosine: float | None = None
 
 
-class Neighbour(NamedTuple):
+class Similar(NamedTuple):
     """A stored memory close to a vector (:meth:`Store.similar_many`), with the
     columns the bulk write check reads of it: no whole record is loaded."""
 
@@ -65,9 +65,9 @@ class Neighbour(NamedTuple):
         return self.expires_at is not None and self.expires_at <= now
 
 
-def neighbour(record: MemoryRecord, cosine: float) -> Neighbour:
-    """A loaded record as a :class:`Neighbour`."""
-    return Neighbour(
+def similar(record: MemoryRecord, cosine: float) -> Similar:
+    """A loaded record as a :class:`Similar`."""
+    return Similar(
         record.id, cosine, record.namespace, record.kind, record.polarity,
         record.superseded_by, record.expires_at,
     )  # fmt: skip
@@ -290,10 +290,10 @@ class Store(ABC):
         vectors: np.ndarray,
         k: int,
         min_cosine: float,
-    ) -> list[list[Neighbour]]:
+    ) -> list[list[Similar]]:
         """For each row of ``vectors``: up to ``k`` stored memories (any namespace,
         kind or state) with cosine >= ``min_cosine``, best first, each with the
-        columns of :class:`Neighbour`.
+        columns of :class:`Similar`.
 
         The bulk write path asks this once per batch to find the new memories
         that need no resolution (nothing stored is close to them). Backends may
@@ -306,7 +306,7 @@ class Store(ABC):
             for v in np.asarray(vectors, dtype=np.float32)
         ]
         rows = self.get_many([i for hits in found for i, _ in hits])
-        return [[neighbour(rows[i], c) for i, c in hits if i in rows] for hits in found]
+        return [[similar(rows[i], c) for i, c in hits if i in rows] for hits in found]
 
     @abstractmethod
     def keyword_search(

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..text import idf, query_words
-from .base import MemoryFilter, Neighbour, RankRow
+from .base import MemoryFilter, RankRow, Similar
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
 
@@ -211,7 +211,7 @@ class PostgresSearch(PgConnections):
         vectors: np.ndarray,
         k: int,
         min_cosine: float,
-    ) -> list[list[Neighbour]]:
+    ) -> list[list[Similar]]:
         """One statement for the whole batch: each vector's ``k`` nearest rows by the
         HNSW index (or an exact scan in a small store), any namespace or state."""
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
@@ -221,7 +221,7 @@ class PostgresSearch(PgConnections):
 
     def _similar_many(
         self, queries: np.ndarray, k: int, min_cosine: float
-    ) -> list[list[Neighbour]]:
+    ) -> list[list[Similar]]:
         dimension, total = self._vector_state()
         size = int(queries.shape[1])
         cast = f"vector({size})"
@@ -243,10 +243,10 @@ class PostgresSearch(PgConnections):
             f"ORDER BY {order} LIMIT %s) s",
             (queries.ravel().tolist(), len(queries), k),
         )
-        out: list[list[Neighbour]] = [[] for _ in range(len(queries))]
+        out: list[list[Similar]] = [[] for _ in range(len(queries))]
         for i, memory_id, distance, namespace, kind, polarity, superseded, expires in rows:
             if 1.0 - float(distance) >= min_cosine:
-                out[int(i) - 1].append(Neighbour(
+                out[int(i) - 1].append(Similar(
                     memory_id, 1.0 - float(distance), namespace, kind, polarity, superseded,
                     utc(expires),
                 ))  # fmt: skip

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..clock import from_text
 from ..text import fts_phrase, query_words
-from .base import MemoryFilter, Neighbour, RankRow
+from .base import MemoryFilter, RankRow, Similar
 from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row, where
 from .vectors import VectorIndex
@@ -147,7 +147,7 @@ class SQLiteSearch(SQLiteIsolated):
         vectors: np.ndarray,
         k: int,
         min_cosine: float,
-    ) -> list[list[Neighbour]]:
+    ) -> list[list[Similar]]:
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
         index = self._sync_index()
         if index is None or not len(index) or k <= 0:
@@ -161,13 +161,13 @@ class SQLiteSearch(SQLiteIsolated):
                 keys,
             )
         }
-        out: list[list[Neighbour]] = []
+        out: list[list[Similar]] = []
         for hits in close:
             found = []
             for key, cosine in hits:
                 if (row := facts.get(key)) is not None:
                     memory_id, namespace, kind, polarity, superseded, expires = row
-                    found.append(Neighbour(
+                    found.append(Similar(
                         memory_id, cosine, namespace, kind, polarity, superseded,
                         from_text(expires),
                     ))  # fmt: skip

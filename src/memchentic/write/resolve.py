@@ -28,7 +28,7 @@ from ..graph.auto_edges import EdgeClassifier
 from ..ids import new_id
 from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
-from ..store.base import MemoryFilter, Neighbour, Store
+from ..store.base import MemoryFilter, Similar, Store
 from ..store.vectors import unit_rows
 from .resolvers import Decision, Resolver, RuleResolver
 from .slot_history import bounded_history, metadata_changes
@@ -305,7 +305,7 @@ def _earlier_neighbours(
     return found
 
 
-def _compared(ctx: WriteContext, record: MemoryRecord, old: Neighbour) -> bool:
+def _compared(ctx: WriteContext, record: MemoryRecord, old: Similar) -> bool:
     """Whether the one-by-one path's neighbour search keeps ``old`` for ``record``
     (the search's filter; :func:`comparable` looks further, at the records)."""
     return (
