@@ -25,7 +25,6 @@ from .errors import (
     StoreError,
     ValidationError,
 )
-from .graph.auto_edges import EdgeClassifier
 from .graph.entities import EntityExtractor
 from .identity import Grant, Identity, Invitation, Membership, Team
 from .learn import Extracted, Extractor, Message
@@ -46,6 +45,7 @@ from .retrieval.pipeline import Reranker
 from .retrieval.profiles import SearchProfile
 from .settings import Settings
 from .store import MemoryFilter, Store, StoreStats, open_store
+from .write.auto_edges import EdgeClassifier
 from .write.polarity import PolarityClassifier
 from .write.resolvers import Decision, Resolver
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from .clock import to_text
+from .record import dated_dict
 
 IdentityKind = Literal["user", "agent"]
 TeamKind = Literal["group", "org"]
@@ -15,13 +15,6 @@ IDENTITY_KINDS: tuple[str, ...] = ("user", "agent")
 TEAM_KINDS: tuple[str, ...] = ("group", "org")
 ROLES: tuple[str, ...] = ("member", "admin")
 
-
-def _dict(obj: Any) -> dict[str, Any]:
-    out = asdict(obj)
-    for key, value in out.items():
-        if isinstance(value, datetime):
-            out[key] = to_text(value)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +32,7 @@ class _Named:
         return f"{self.kind}:{self.id}"
 
     def to_dict(self) -> dict[str, Any]:
-        return _dict(self)
+        return dated_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +55,7 @@ class Membership:
     active: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return _dict(self)
+        return dated_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +74,7 @@ class Invitation:
     team_name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _dict(self)
+        return dated_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,4 +87,4 @@ class Grant:
     created_at: datetime
 
     def to_dict(self) -> dict[str, Any]:
-        return _dict(self)
+        return dated_dict(self)

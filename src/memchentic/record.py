@@ -198,6 +198,16 @@ def _plain_copy(value: Any) -> Any:
     return value
 
 
+
+def dated_dict(obj: Any) -> dict[str, Any]:
+    """``dataclasses.asdict`` of a record with its times as ISO text (the wire form)."""
+    out = asdict(obj)
+    for key, value in out.items():
+        if isinstance(value, datetime):
+            out[key] = to_text(value)
+    return out
+
+
 @dataclass(slots=True, frozen=True)
 class Edge:
     """A typed, weighted link from ``source`` to ``target``."""
@@ -211,9 +221,7 @@ class Edge:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["created_at"] = to_text(self.created_at)
-        return out
+        return dated_dict(self)
 
 
 @dataclass(slots=True, frozen=True)
@@ -229,9 +237,7 @@ class Version:
     snapshot: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["at"] = to_text(self.at)
-        return out
+        return dated_dict(self)
 
 
 @dataclass(slots=True)
@@ -297,9 +303,7 @@ class Event:
     payload: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["at"] = to_text(self.at)
-        return out
+        return dated_dict(self)
 
 
 @dataclass(slots=True, frozen=True)
@@ -315,6 +319,4 @@ class Turn:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["at"] = to_text(self.at)
-        return out
+        return dated_dict(self)

@@ -32,7 +32,6 @@ from ..errors import (
     ValidationError,
 )
 from ..events import EventBus
-from ..graph.auto_edges import EdgeClassifier, RuleEdges
 from ..graph.entities import EntityExtractor, RuleEntities
 from ..lifetime import (
     renewed_expiry,
@@ -47,6 +46,7 @@ from ..retrieval import pipeline
 from ..settings import Settings, load_settings
 from ..store import open_store
 from ..store.base import MemoryFilter, Store
+from ..write.auto_edges import EdgeClassifier, RuleEdges
 from ..write.polarity import PolarityClassifier, RulePolarity
 from ..write.resolve import WriteContext
 from ..write.resolvers import Resolver, default_resolver

@@ -24,12 +24,12 @@ from datetime import datetime
 
 import numpy as np
 
-from ..graph.auto_edges import EdgeClassifier
 from ..ids import new_id
 from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
 from ..store.base import MemoryFilter, Similar, Store
 from ..store.vectors import unit_rows
+from .auto_edges import EdgeClassifier
 from .resolvers import Decision, Resolver, RuleResolver
 from .slot_history import bounded_history, metadata_changes
 from .statements import Relation, Thresholds, relate
