@@ -64,9 +64,7 @@ class LimitError(ValidationError):
 
     code = "limit_exceeded"
 
-    def __init__(
-        self, field: str, setting: str, limit: int, got: int, what: str = "items"
-    ) -> None:
+    def __init__(self, field: str, setting: str, limit: int, got: int, what: str = "items") -> None:
         self.setting = setting
         self.limit = limit
         rule = f"at most {limit} {what} per call ({setting}), got {got}"

@@ -16,7 +16,6 @@ TEAM_KINDS: tuple[str, ...] = ("group", "org")
 ROLES: tuple[str, ...] = ("member", "admin")
 
 
-
 @dataclass(frozen=True, slots=True)
 class _Named:
     """Something with a stable ``id`` (namespaces hold it) and a ``name`` that can change."""

@@ -24,4 +24,3 @@ class Memory(Upkeep, ContextOps, Learning):
         update, contradiction); default: the rules, or the chat model with
         ``WRITE_RESOLVER=chat`` (:mod:`memchentic.write.resolvers`).
     """
-

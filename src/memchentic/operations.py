@@ -57,13 +57,21 @@ _WHOLE_STORE = "it re-embeds the whole store with the engine's embedder (an oper
 
 OPERATIONS: tuple[Operation, ...] = (
     # --- writes
-    Operation("add", "writes", WriteResult, "POST /memories", "remember", "add",
-              aliases=("remember",)),  # fmt: skip
+    Operation(
+        "add", "writes", WriteResult, "POST /memories", "remember", "add", aliases=("remember",)
+    ),  # fmt: skip
     Operation("add_many", "writes", list[WriteResult], "POST /memories/batch"),
     Operation("revise", "writes", WriteResult, "PATCH /memories/{memory_id}", "revise", "revise"),
     Operation("improve", "writes", WriteResult, "POST /memories/{memory_id}/improve"),
-    Operation("delete", "writes", WriteResult, "DELETE /memories/{memory_id}", "forget", "delete",
-              aliases=("forget",)),  # fmt: skip
+    Operation(
+        "delete",
+        "writes",
+        WriteResult,
+        "DELETE /memories/{memory_id}",
+        "forget",
+        "delete",
+        aliases=("forget",),
+    ),  # fmt: skip
     Operation("pin", "writes", WriteResult, "POST /memories/{memory_id}/pin", cli="pin"),
     Operation("unpin", "writes", WriteResult, "POST /memories/{memory_id}/unpin", cli="unpin"),
     Operation("manage", "learning", list[WriteResult], "POST /manage"),
@@ -72,31 +80,51 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("recall", "reads", list[SearchHit], "POST /recall", "recall"),
     Operation("get", "reads", MemoryRecord, "GET /memories/{memory_id}", cli="get"),
     Operation("list", "reads", list[MemoryRecord], "GET /memories", "list_recent", "list"),
-    Operation("history", "reads", list[Version], "GET /memories/{memory_id}/history",
-              cli="history"),  # fmt: skip
+    Operation(
+        "history", "reads", list[Version], "GET /memories/{memory_id}/history", cli="history"
+    ),  # fmt: skip
     # --- graph
     Operation("relate", "graph", Edge, "POST /edges", "relate"),
     Operation("delete_edge", "graph", bool, "DELETE /edges/{edge_id}"),
     Operation("edges", "graph", list[Edge], "GET /memories/{memory_id}/edges"),
-    Operation("neighbors", "graph", list[Neighbour], "GET /memories/{memory_id}/neighbors",
-              cli="neighbors"),  # fmt: skip
+    Operation(
+        "neighbors",
+        "graph",
+        list[Neighbour],
+        "GET /memories/{memory_id}/neighbors",
+        cli="neighbors",
+    ),  # fmt: skip
     Operation("entities", "graph", dict[str, Any], "GET /entities"),
     Operation("ask", "graph", Answer, "POST /ask", cli="ask"),
-    Operation("consolidate", "graph", ConsolidationReport, "POST /consolidate",
-              cli="consolidate"),  # fmt: skip
+    Operation(
+        "consolidate", "graph", ConsolidationReport, "POST /consolidate", cli="consolidate"
+    ),  # fmt: skip
     # --- sessions (short-term memory)
     Operation("record_turn", "sessions", Turn, "POST /turns", cli="session turn"),
     Operation("add_message", "sessions", Turn, "POST /turns"),
     Operation("get_history", "sessions", list[Turn], "GET /turns", cli="session history"),
-    Operation("list_sessions", "sessions", list[tuple[str, int]], "GET /sessions",
-              cli="session list"),  # fmt: skip
-    Operation("summarize_session", "sessions", WriteResult, "POST /sessions/summarize",
-              cli="session summarize"),  # fmt: skip
+    Operation(
+        "list_sessions", "sessions", list[tuple[str, int]], "GET /sessions", cli="session list"
+    ),  # fmt: skip
+    Operation(
+        "summarize_session",
+        "sessions",
+        WriteResult,
+        "POST /sessions/summarize",
+        cli="session summarize",
+    ),  # fmt: skip
     Operation("add_working", "sessions", WriteResult, "POST /working"),
     Operation("working_memory", "sessions", list[MemoryRecord], "GET /working"),
     # --- context
-    Operation("context", "context", Context, "POST /context", "context", "context",
-              aliases=("build_context",)),  # fmt: skip
+    Operation(
+        "context",
+        "context",
+        Context,
+        "POST /context",
+        "context",
+        "context",
+        aliases=("build_context",),
+    ),  # fmt: skip
     # --- learning
     Operation("learn", "learning", list[WriteResult], "POST /learn", cli="learn"),
     # --- upkeep

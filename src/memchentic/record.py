@@ -198,7 +198,6 @@ def _plain_copy(value: Any) -> Any:
     return value
 
 
-
 def dated_dict(obj: Any) -> dict[str, Any]:
     """``dataclasses.asdict`` of a record with its times as ISO text (the wire form)."""
     out = asdict(obj)

@@ -54,7 +54,6 @@ NEIGHBOURS_PER_SEED = 5
 NEIGHBOUR_DISCOUNT = 0.5
 
 
-
 def _whole(value: object, field: str, minimum: int) -> int | None:
     if value is None:
         return None
@@ -110,7 +109,6 @@ class ContextOps(Sessions):
         return build(self, req, self._now(now))
 
     build_context = context
-
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ operations; :class:`memchentic.Memory` combines them. The operations are listed 
 :mod:`memchentic.operations`.
 """
 
+from __future__ import annotations
 
 import builtins
 import copy
@@ -33,15 +34,8 @@ from ..errors import (
 )
 from ..events import EventBus
 from ..graph.entities import EntityExtractor, RuleEntities
-from ..lifetime import (
-    renewed_expiry,
-    should_count_recall,
-)
-from ..record import (
-    Event,
-    MemoryRecord,
-    WriteResult,
-)
+from ..lifetime import renewed_expiry, should_count_recall
+from ..record import Event, MemoryRecord, WriteResult
 from ..retrieval import pipeline
 from ..settings import Settings, load_settings
 from ..store import open_store
@@ -54,7 +48,8 @@ from ..write.secrets import RECORD_FIELDS, apply_policy, kinds_of
 
 
 class Core:
-    """The engine's parts and the steps its operations share (no operation here)."""
+    """The engine's parts, the steps its operations share, and the event operations
+    (``subscribe``, ``unsubscribe``, ``events``), which every service emits into."""
 
     def __init__(
         self,
@@ -215,7 +210,6 @@ class Core:
             raise ValidationError("on_duplicate", "must be one of refuse, reinforce, keep")
         return policy
 
-
     def _write_namespace(
         self, namespace: str | None, user_id: str | None, agent_id: str | None
     ) -> str:
@@ -269,7 +263,6 @@ class Core:
             expires = renewed_expiry(r.expires_at, r.created_at or now, now, self.settings)
             updates.append((r.id, r.recall_count + 1, now, expires))
         self.store.touch(updates)
-
 
     # --- events ---------------------------------------------------------------------
     def subscribe(

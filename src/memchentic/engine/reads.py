@@ -1,5 +1,6 @@
 """Reads: get, list, history, search (DESIGN section 3)."""
 
+from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
@@ -8,18 +9,9 @@ from datetime import datetime
 
 from .. import validation as check
 from ..clock import as_utc
-from ..errors import (
-    NotFoundError,
-    ValidationError,
-)
+from ..errors import NotFoundError, ValidationError
 from ..graph import supersession
-from ..record import (
-    MemoryRecord,
-    SearchHit,
-    Version,
-    normalise_type,
-    resolve_intent,
-)
+from ..record import MemoryRecord, SearchHit, Version, normalise_type, resolve_intent
 from ..retrieval import pipeline
 from ..retrieval.profiles import Candidate, SearchProfile, get_profile
 from ..write.statements import embedding_text
@@ -152,7 +144,6 @@ class Reads(Core):
         ]  # fmt: skip
 
 
-
 def _memory_of(cand: Candidate) -> MemoryRecord:
     return cand.memory
 
@@ -161,7 +152,6 @@ def _with_tip(cand: Candidate, tip: MemoryRecord, hops: int) -> Candidate:
     cand.memory = tip
     cand.trace["superseded_hops"] = float(hops)
     return cand
-
 
 
 def _types(value: str | Sequence[str] | None) -> builtins.list[str] | None:

@@ -1,5 +1,6 @@
 """Writes: add, revise, improve, delete (DESIGN section 4)."""
 
+from __future__ import annotations
 
 import builtins
 import inspect
@@ -13,19 +14,10 @@ import numpy as np
 from .. import validation as check
 from ..access.policy import CHARTER_TYPE
 from ..clock import as_utc, utcnow
-from ..errors import (
-    NamespaceError,
-    ValidationError,
-)
+from ..errors import NamespaceError, ValidationError
 from ..ids import new_id
-from ..lifetime import (
-    initial_expiry,
-)
-from ..record import (
-    MemoryRecord,
-    WriteResult,
-    normalise_type,
-)
+from ..lifetime import initial_expiry
+from ..record import MemoryRecord, WriteResult, normalise_type
 from ..write.resolve import WriteContext, diff, record_version, resolve_many
 from ..write.secrets import RECORD_FIELDS, effective_policy, police_record
 from ..write.statements import memory_embedding_text
@@ -37,7 +29,6 @@ class _Prepared:
     record: MemoryRecord
     text_for_embedding: str
     refusal: WriteResult | None = None
-
 
 
 class Writes(Core):
@@ -208,7 +199,6 @@ class Writes(Core):
         # Unicode forms and invisible characters embed alike
         return _Prepared(record, memory_embedding_text(record.title, record.content))
 
-
     def revise(self, memory_id: str, content: str | None = None, **changes: Any) -> WriteResult:
         """Edit a memory (content and other fields); moves ``updated_at`` (resets its age)
         and brings an expired memory back."""
@@ -368,7 +358,6 @@ ADD_OPTIONS = frozenset(
 )
 
 
-
 _STATUS_EVENTS = {
     "added": "memory.added",
     "superseded": "memory.added",
@@ -390,5 +379,3 @@ def _write_event(
         payload["reason"] = result.reason
         return kind, record.namespace, result.id or record.id, payload
     return _STATUS_EVENTS[result.status], record.namespace, result.id or record.id, payload
-
-
