@@ -22,8 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memchentic"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({
-        "clock", "embed", "errors", "identity", "ids", "lifetime", "llm", "record",
-        "reports", "settings", "text", "validation",
+        "clock", "embed", "errors", "identity", "ids", "lifetime", "llm", "metadata_filter",
+        "record", "reports", "settings", "text", "validation",
     })),
     ("store", frozenset({"store"})),
     ("domain", frozenset({"access", "context", "events", "graph", "learn", "retrieval", "write"})),

@@ -1,0 +1,235 @@
+"""Filters on a memory's ``metadata``: what ``search``, ``list`` and ``get_all`` take as
+``filters=`` (issue 24, item 2).
+
+A filter is a mapping; each key is a metadata key (``"a.b"`` reaches into a nested
+object) and each value is what the key must hold::
+
+    {"category": "travel"}                          equality
+    {"rating": {"gte": 4, "lt": 9}}                  a range (numbers, or dates as ISO text)
+    {"status": {"in": ["open", "blocked"]}}          one of
+    {"status": {"ne": "done"}}                       not equal (a missing key is not equal)
+    {"labels": {"contains": "urgent"}}               a list holding the value
+    {"reviewed": {"exists": True}}                   the key is present
+    {"AND": [{...}, {...}]}, {"OR": [...]}, {"NOT": {...}}
+
+Several keys in one mapping must all hold. Comparison is JSON-typed: ``1`` and ``1.0``
+are equal, ``"1"`` and ``1`` are not, ``True`` is not ``1``; a range compares numbers
+with numbers and strings (dates as ISO-8601 text, a ``datetime`` is written as UTC ISO
+text) with strings, and a value of another type never matches. :func:`parse` checks a
+filter and turns it into a tree every backend renders the same way; :func:`matches`
+is the reference meaning of that tree, which the backends' SQL must agree with.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeAlias
+
+from .clock import as_utc, to_text
+from .errors import ValidationError
+
+#: Operators a condition may use, and their meaning.
+OPERATORS: dict[str, str] = {
+    "eq": "equal", "ne": "not equal", "in": "one of a list", "nin": "none of a list",
+    "gt": "greater", "gte": "greater or equal", "lt": "less", "lte": "less or equal",
+    "contains": "a list holding the value", "exists": "the key is present (true/false)",
+}  # fmt: skip
+RANGES = frozenset({"gt", "gte", "lt", "lte"})
+#: Most conditions one filter may hold, and how deep AND/OR/NOT may nest.
+MAX_CONDITIONS = 64
+MAX_DEPTH = 8
+MAX_LIST = 256
+_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}(?:\.[A-Za-z0-9_\-]{1,64}){0,7}$")
+
+Scalar: TypeAlias = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """``metadata[path] <op> value``."""
+
+    path: tuple[str, ...]
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class All:
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    part: Node
+
+
+Node: TypeAlias = Condition | All | AnyOf | Not
+
+
+def parse(filters: Mapping[str, Any] | None, field: str = "filters") -> Node | None:
+    """The checked tree of ``filters`` (None for no filter); a :class:`ValidationError`
+    naming ``field`` and the rule for anything else."""
+    if filters is None:
+        return None
+    count = [0]
+    node = _node(filters, field, 0, count)
+    return node
+
+
+def _node(value: Any, where: str, depth: int, count: list[int]) -> Node:
+    if depth > MAX_DEPTH:
+        raise ValidationError(where, f"AND/OR/NOT nest at most {MAX_DEPTH} deep")
+    if not isinstance(value, Mapping) or not value:
+        raise ValidationError(where, "must be a non-empty mapping of metadata keys")
+    parts: list[Node] = []
+    for key, wanted in value.items():
+        if not isinstance(key, str):
+            raise ValidationError(where, "keys must be strings")
+        here = f"{where}.{key}"
+        if key in ("AND", "OR"):
+            if not isinstance(wanted, Sequence) or isinstance(wanted, str) or not wanted:
+                raise ValidationError(here, "must be a non-empty list of filters")
+            inner = tuple(_node(w, f"{here}[{i}]", depth + 1, count) for i, w in enumerate(wanted))
+            parts.append(All(inner) if key == "AND" else AnyOf(inner))
+        elif key == "NOT":
+            parts.append(Not(_node(wanted, here, depth + 1, count)))
+        else:
+            if not _KEY.match(key):
+                raise ValidationError(
+                    here, "a metadata key is letters, digits, '_' or '-' (dots reach inside)"
+                )
+            parts.extend(_conditions(tuple(key.split(".")), wanted, here, count))
+    return parts[0] if len(parts) == 1 else All(tuple(parts))
+
+
+def _conditions(path: tuple[str, ...], wanted: Any, where: str, count: list[int]) -> list[Node]:
+    if isinstance(wanted, Mapping):
+        if not wanted:
+            raise ValidationError(where, "an operator mapping must not be empty")
+        ops = dict(wanted)
+    else:
+        ops = {"eq": wanted}
+    out: list[Node] = []
+    for op, value in ops.items():
+        count[0] += 1
+        if count[0] > MAX_CONDITIONS:
+            raise ValidationError(where, f"at most {MAX_CONDITIONS} conditions in one filter")
+        if op not in OPERATORS:
+            known = ", ".join(OPERATORS)
+            raise ValidationError(f"{where}.{op}", f"unknown operator; use one of {known}")
+        out.append(Condition(path, op, _operand(op, value, f"{where}.{op}")))
+    return out
+
+
+def _operand(op: str, value: Any, where: str) -> Any:
+    if op == "exists":
+        if not isinstance(value, bool):
+            raise ValidationError(where, "must be true or false")
+        return value
+    if op in ("in", "nin"):
+        if not isinstance(value, Sequence) or isinstance(value, str) or not value:
+            raise ValidationError(where, "must be a non-empty list of values")
+        if len(value) > MAX_LIST:
+            raise ValidationError(where, f"at most {MAX_LIST} values")
+        return tuple(_scalar(v, where) for v in value)
+    if op in RANGES:
+        if isinstance(value, datetime):
+            return to_text(as_utc(value, where))
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValidationError(where, "a range takes a number, or a date as ISO text")
+        return _scalar(value, where)
+    return _scalar(value, where)
+
+
+def _scalar(value: Any, where: str) -> Scalar:
+    if isinstance(value, datetime):
+        return to_text(as_utc(value, where))
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(where, "must be a finite number")
+        return value
+    raise ValidationError(where, "must be a string, number, true/false or null")
+
+
+# --- the reference meaning ---------------------------------------------------------------
+_MISSING = object()
+
+
+def lookup(metadata: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """``metadata`` at ``path``, or a marker object when a step is missing."""
+    value: Any = metadata
+    for step in path:
+        if not isinstance(value, Mapping) or step not in value:
+            return _MISSING
+        value = value[step]
+    return value
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality: numbers by value, never a bool against a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _ordered(stored: Any, bound: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(stored, bool) or isinstance(bound, bool):
+        return False
+    if isinstance(bound, numbers):
+        return isinstance(stored, numbers)
+    return isinstance(stored, str) and isinstance(bound, str)
+
+
+def _holds(cond: Condition, metadata: Mapping[str, Any]) -> bool:
+    stored = lookup(metadata, cond.path)
+    op, want = cond.op, cond.value
+    if op == "exists":
+        return (stored is not _MISSING) is want
+    if op == "ne":
+        return stored is _MISSING or not same(stored, want)
+    if op == "nin":
+        return stored is _MISSING or not any(same(stored, w) for w in want)
+    if stored is _MISSING:
+        return False
+    if op == "eq":
+        return same(stored, want)
+    if op == "in":
+        return any(same(stored, w) for w in want)
+    if op == "contains":
+        return isinstance(stored, list) and any(same(item, want) for item in stored)
+    if not _ordered(stored, want):
+        return False
+    if op == "gt":
+        return bool(stored > want)
+    if op == "gte":
+        return bool(stored >= want)
+    if op == "lt":
+        return bool(stored < want)
+    return bool(stored <= want)
+
+
+def matches(node: Node | None, metadata: Mapping[str, Any]) -> bool:
+    """Whether a memory with ``metadata`` passes the filter ``node``."""
+    if node is None:
+        return True
+    if isinstance(node, Condition):
+        return _holds(node, metadata)
+    if isinstance(node, All):
+        return all(matches(p, metadata) for p in node.parts)
+    if isinstance(node, AnyOf):
+        return any(matches(p, metadata) for p in node.parts)
+    return not matches(node.part, metadata)
