@@ -146,6 +146,15 @@ def stores(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
 
 
 @pytest.fixture
+def postgres_stores(postgres_url: str, tmp_path: Path) -> Iterator[Stores]:
+    """Store URLs in schemas of their own on the test PostgreSQL server, for a test that
+    drives PostgreSQL by URL whatever ``--backend`` says; dropped after the test."""
+    found = Stores("postgres", tmp_path, postgres_url)
+    yield found
+    found.drop()
+
+
+@pytest.fixture
 def make_mem(stores: Stores) -> Iterator[Callable[..., Memory]]:
     """``make_mem(name="memory", embedder="hash", **kwargs)``: a Memory on this test's
     backend; the same name opens the same store again. Closed after the test."""

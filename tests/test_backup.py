@@ -5,7 +5,6 @@ backup changes nothing."""
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import os
 import threading
@@ -21,7 +20,7 @@ from memchentic.backup import backup, restore
 from memchentic.cli import app
 from memchentic.errors import NotAStoreError, StoreError, ValidationError
 
-_SCHEMAS = itertools.count(1)
+from .conftest import Stores
 
 
 def _populate(m: Memory) -> dict[str, str]:
@@ -268,19 +267,8 @@ def _all() -> object:
 
 # --- PostgreSQL (when a server is available) ------------------------------------------
 @pytest.fixture
-def pg_urls(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    try:
-        url = request.getfixturevalue("postgres_url")
-    except pytest.FixtureLookupError:
-        pytest.skip("no PostgreSQL server fixture")
-    schemas = [f"backup_{os.getpid()}_{next(_SCHEMAS)}" for _ in range(2)]
-    sep = "&" if "?" in url else "?"
-    yield url + f"{sep}schema={schemas[0]}", url + f"{sep}schema={schemas[1]}"
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for schema in schemas:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def pg_urls(postgres_stores: Stores) -> tuple[str, str]:
+    return postgres_stores.location("first"), postgres_stores.location("second")
 
 
 def test_postgres_logical_backup_and_restore(

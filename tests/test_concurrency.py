@@ -10,7 +10,6 @@ Short variant: 8 s. ``MEMCHENTIC_LONG_TESTS=1``: 60 s.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import random
@@ -19,7 +18,7 @@ import threading
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from memchentic.store import sqlite_conn
 from memchentic.store.base import MemoryFilter
 from memchentic.store.sqlite_conn import GuardedConnection, SQLiteStoreError
 
+from .conftest import Stores
+
 LONG = os.environ.get("MEMCHENTIC_LONG_TESTS") == "1"
 SECONDS = 60.0 if LONG else 8.0
 THREADS, PROCESSES = 8, 4
@@ -45,7 +46,6 @@ WORDS = (
 #: Every worker adds these: exactly one copy of each may be stored.
 SHARED = [f"the shared team rule number {n}: {WORDS[n]} before {WORDS[-n - 1]}" for n in range(6)]
 EMBEDDER = HashEmbedder()
-_SCHEMAS = itertools.count(1)
 Log = Callable[..., None]
 
 
@@ -203,25 +203,37 @@ def test_sqlite_threads_and_processes(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def pg_locations(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    try:
-        url = request.getfixturevalue("postgres_url")
-    except pytest.FixtureLookupError:
-        pytest.skip("no PostgreSQL server fixture")
-    schemas = [f"conc_{os.getpid()}_{next(_SCHEMAS)}" for _ in range(2)]
-    sep = "&" if "?" in url else "?"
-    yield url + f"{sep}schema={schemas[0]}", url + f"{sep}schema={schemas[1]}"
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for schema in schemas:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def pg_locations(postgres_stores: Stores) -> tuple[str, str]:
+    return postgres_stores.location("load"), postgres_stores.location("replay")
 
 
 def test_postgres_threads_and_processes(pg_locations: tuple[str, str], tmp_path: Path) -> None:
     figures = run_mixed_load(*pg_locations, tmp_path)
     print(f"\npostgres concurrency ({SECONDS:.0f} s): {figures}")
     assert figures["acknowledged_writes"] > 50
+
+
+def test_several_threads_share_one_memory(mem: Memory):
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(20):
+                mem.add(f"thread {t} fact {i} number {t * 100 + i}")
+                mem.add("all threads write this sentence")
+                mem.search(f"thread {t} fact")
+        except BaseException as exc:  # noqa: BLE001 - report any failure in the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    contents = [r.content for r in mem.list(limit=1000)]
+    assert len(contents) == 4 * 20 + 1
+    assert contents.count("all threads write this sentence") == 1
 
 
 # --- locks, errors and gc races, one at a time ------------------------------------------

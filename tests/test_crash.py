@@ -24,7 +24,6 @@ import re
 import signal
 import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,8 @@ from memchentic import HashEmbedder, Memory
 from memchentic.cli import app
 from memchentic.store.base import MemoryFilter
 
+from .conftest import Stores
+
 LONG = os.environ.get("MEMCHENTIC_LONG_TESTS") == "1"
 WORDS = (
     "amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo",
@@ -47,7 +48,6 @@ WORDS = (
     "upland", "valley", "wharf",
 )  # fmt: skip
 EVERYTHING = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
-_SCHEMAS = itertools.count(1)
 EMBEDDER = HashEmbedder()
 
 
@@ -285,6 +285,26 @@ def _report(name: str, figures: Figures) -> None:
     print(f"\n{name}: {figures}")  # shown with -s; the figures of docs/reliability.md
 
 
+# --- a write that raises --------------------------------------------------------------------
+def test_a_rolled_back_write_leaves_nothing_behind(mem: Memory, backend: str) -> None:
+    class Boom(Exception):
+        pass
+
+    try:
+        with mem.store.write():
+            mem.add("phantom row about quasars")
+            assert mem.search("phantom quasars")  # seen inside the transaction
+            raise Boom
+    except Boom:
+        pass
+    assert mem.search("phantom quasars") == []  # no row, no vector
+    if backend == "postgres":  # its keyword statistics are a table of their own
+        with mem.store.connection() as conn:  # type: ignore[attr-defined]
+            assert conn.execute("SELECT docs FROM term_docs WHERE term = 'quasar'").fetchall() == []
+    real = mem.add("real row about pulsars")
+    assert [h.id for h in mem.search("real pulsars")] == [real.id]
+
+
 # --- the tests ------------------------------------------------------------------------
 def test_sqlite_survives_sigkill_of_writers(tmp_path: Path) -> None:
     figures = run_crash_cycles(str(tmp_path / "crash.db"), tmp_path, 400 if LONG else 50)
@@ -294,19 +314,9 @@ def test_sqlite_survives_sigkill_of_writers(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def pg_location(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A store URL in a schema of its own on the test PostgreSQL server (skips when
-    there is none), dropped afterwards."""
-    try:
-        url = request.getfixturevalue("postgres_url")
-    except pytest.FixtureLookupError:
-        pytest.skip("no PostgreSQL server fixture")
-    schema = f"crash_{os.getpid()}_{next(_SCHEMAS)}"
-    yield url + ("&" if "?" in url else "?") + f"schema={schema}"
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def pg_location(postgres_stores: Stores) -> str:
+    """A store URL in a schema of its own on the test PostgreSQL server."""
+    return postgres_stores.location("crash")
 
 
 def test_postgres_survives_sigkill_of_writers(pg_location: str, tmp_path: Path) -> None:

@@ -198,46 +198,6 @@ def test_reindex_to_another_dimension_rebuilds_the_vector_index(make_mem: Callab
         assert again.store.vectors([ids[0]])[ids[0]].shape == (64,)
 
 
-def test_several_threads_share_one_memory(mem: Memory):
-    errors: list[BaseException] = []
-
-    def work(t: int) -> None:
-        try:
-            for i in range(20):
-                mem.add(f"thread {t} fact {i} number {t * 100 + i}")
-                mem.add("all threads write this sentence")
-                mem.search(f"thread {t} fact")
-        except BaseException as exc:  # noqa: BLE001 - report any failure in the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    contents = [r.content for r in mem.list(limit=1000)]
-    assert len(contents) == 4 * 20 + 1
-    assert contents.count("all threads write this sentence") == 1
-
-
-def test_a_rolled_back_write_leaves_nothing_behind(mem: Memory):
-    class Boom(Exception):
-        pass
-
-    try:
-        with mem.store.write():
-            mem.add("phantom row about quasars")
-            assert mem.search("phantom quasars")  # seen inside the transaction
-            raise Boom
-    except Boom:
-        pass
-    assert mem.search("phantom quasars") == []
-    assert _sql(mem, "SELECT docs FROM term_docs WHERE term = 'quasar'") == []
-    real = mem.add("real row about pulsars")
-    assert [h.id for h in mem.search("real pulsars")] == [real.id]
-
-
 def test_term_statistics_follow_writes_and_deletes(mem: Memory):
     a = mem.add("Walrus colonies rest on the ice floes")
     mem.add("Walrus tusks grow all their lives")

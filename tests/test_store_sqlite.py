@@ -139,29 +139,6 @@ def test_several_processes_write_one_file_without_loss_or_duplicates(db_path: Pa
         assert hits[0].memory.content == "worker 2 wrote unique fact 9 code 2009"
 
 
-def test_several_threads_share_one_memory(mem: Memory):
-    errors: list[BaseException] = []
-
-    def work(t: int) -> None:
-        try:
-            for i in range(20):
-                mem.add(f"thread {t} fact {i} number {t * 100 + i}")
-                mem.add("all threads write this sentence")
-                mem.search(f"thread {t} fact")
-        except BaseException as exc:  # noqa: BLE001 - report any failure in the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    contents = [r.content for r in mem.list(limit=1000)]
-    assert len(contents) == 4 * 20 + 1
-    assert contents.count("all threads write this sentence") == 1
-
-
 def test_filtered_vector_search_in_a_large_store_finds_a_small_namespace(db_path, settings):
     settings.search_exact_vector_rows = 50
     with Memory(path=db_path, embedder="hash", settings=settings) as m:
@@ -170,22 +147,6 @@ def test_filtered_vector_search_in_a_large_store_finds_a_small_namespace(db_path
         small = m.add("tiny namespace row about otters", user_id="tiny")
         hits = m.search("common bulk row", user_id="tiny")
         assert [h.id for h in hits] == [small.id]
-
-
-def test_a_rolled_back_write_leaves_no_vector_behind(mem: Memory):
-    class Boom(Exception):
-        pass
-
-    try:
-        with mem.store.write():
-            mem.add("phantom row about quasars")
-            assert mem.search("phantom quasars")  # seen inside the transaction
-            raise Boom
-    except Boom:
-        pass
-    assert mem.search("phantom quasars") == []
-    real = mem.add("real row about pulsars")
-    assert [h.id for h in mem.search("real pulsars")] == [real.id]
 
 
 def test_common_words_rank_the_newest_window_by_idf(db_path: Path):
