@@ -4,7 +4,8 @@ The store's shared SQL (:mod:`.filters`, :mod:`.tables`) is written with ``?`` f
 each parameter, in the SQL both engines read alike; a :class:`Dialect` renders it
 for one engine (its parameter marker, its spelling of a list of values and of a
 memory's tags) and converts the values that cross the boundary (timestamps,
-flags, JSON). ``sqlite_rows.SQLITE`` and ``postgres_rows.POSTGRES`` are the two.
+flags, JSON) and the rows that cross it (records, edges, versions).
+``sqlite_rows.SQLITE`` and ``postgres_rows.POSTGRES`` are the two.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..record import Edge, MemoryRecord, Version
 from .filters import AllTags, AnyOf, MemoryFilter, clauses
 
 
@@ -25,6 +27,9 @@ class Dialect(ABC):
     #: The literals a condition that every row (no row) passes is written as.
     true: str
     false: str
+    #: The memories table's integer key (``rowid``, ``key``): it grows with each
+    #: insert and is what ``memory_entities.key`` (and the vector table) names.
+    key: str
 
     @abstractmethod
     def sql(self, text: str) -> str:
@@ -47,6 +52,18 @@ class Dialect(ABC):
         """A stored JSON value as Python values."""
 
     @abstractmethod
+    def record(self, row: Any) -> MemoryRecord:
+        """A row of the memories' columns (``tables.COLUMNS`` order) as a record."""
+
+    @abstractmethod
+    def edge(self, row: Any) -> Edge:
+        """A row of ``tables.EDGE_COLUMNS`` as an edge."""
+
+    @abstractmethod
+    def version(self, row: Any) -> Version:
+        """A row of ``tables.VERSION_COLUMNS`` as a version."""
+
+    @abstractmethod
     def any_of(
         self, column: str, values: Sequence[Any], negate: bool = False
     ) -> tuple[str, list[Any]]:
@@ -59,6 +76,11 @@ class Dialect(ABC):
     def where(self, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
         """The SQL condition and parameters for a filter (always a valid expression),
         in this engine's SQL."""
+        text, params = self.condition(flt, alias)
+        return self.sql(text), params
+
+    def condition(self, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+        """:meth:`where` as shared SQL, for a statement rendered whole."""
         found = clauses(flt)
         if found is None:
             return self.false, []
@@ -73,4 +95,4 @@ class Dialect(ABC):
                 text, values = clause.text.format(a=alias), [self.value(v) for v in clause.params]
             parts.append(text)
             params.extend(values)
-        return self.sql(" AND ".join(parts) or self.true), params
+        return " AND ".join(parts) or self.true, params

@@ -12,7 +12,7 @@ Open one with ``Memory(store="postgresql://user@host/db?schema=team_a")``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import StoreError
 from ..lifetime import DecayScan
 from ..record import Edge, MemoryRecord, Version
-from .base import MemoryFilter, RankRow, Store, StoreStats
+from .base import MemoryFilter, RankRow, Store
+from .memory_tables import MemoryTables
 from .postgres_check import PostgresCheck
 from .postgres_connect import open_location
 from .postgres_extra import PostgresExtras
@@ -32,11 +33,8 @@ from .postgres_rows import (
     VERSION_COLUMNS,
     jsonb,
     record_params,
-    row_to_edge,
     row_to_record,
-    row_to_version,
     tsv_params,
-    where,
 )
 from .postgres_search import RANK_COLUMNS, PostgresSearch, keep_rank_rows
 from .tables import DirectoryTables, LogTables
@@ -50,7 +48,7 @@ def _entity_names(entities: Sequence[str]) -> list[str]:
 
 
 class PostgresStore(
-    PostgresSearch, DirectoryTables, LogTables, PostgresExtras, PostgresCheck, Store
+    PostgresSearch, DirectoryTables, LogTables, MemoryTables, PostgresExtras, PostgresCheck, Store
 ):
     """A memchentic store in one schema of a PostgreSQL database (pgvector required)."""
 
@@ -161,10 +159,6 @@ class PostgresStore(
             )
         return True
 
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        row = self._row(f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = %s", (memory_id,))
-        return row_to_record(row) if row else None
-
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         if not ids:
             return {}
@@ -199,29 +193,6 @@ class PostgresStore(
         )
         return dict(rows)
 
-    def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None:
-        row = self._row(
-            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.namespace = %s AND m.slot_key = %s",
-            (namespace, slot_key),
-        )
-        return row_to_record(row) if row else None
-
-    def list_memories(
-        self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
-    ) -> list[MemoryRecord]:
-        cond, params = where(flt)
-        order = "DESC" if newest_first else "ASC"
-        rows = self._rows(
-            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {cond} "
-            f"ORDER BY m.created_at {order}, m.id {order} LIMIT %s OFFSET %s",
-            (*params, limit, offset),
-        )
-        return [row_to_record(r) for r in rows]
-
-    def count(self, flt: MemoryFilter) -> int:
-        cond, params = where(flt)
-        return int(self._row(f"SELECT count(*) FROM memories m WHERE {cond}", params)[0])
-
     def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
         if not updates:
             return
@@ -244,14 +215,6 @@ class PostgresStore(
                     "UPDATE memories SET superseded_by = %s WHERE id = %s",
                     (edge.source, edge.target),
                 )
-
-    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]:
-        sql = f"SELECT {EDGE_COLUMNS} FROM edges WHERE (source = %s OR target = %s)"
-        params: list[Any] = [memory_id, memory_id]
-        if kind is not None:
-            sql += " AND kind = %s"
-            params.append(kind)
-        return [row_to_edge(r) for r in self._rows(sql + " ORDER BY created_at, id", params)]
 
     def delete_edge(self, edge_id: str) -> bool:
         with self.write():
@@ -279,117 +242,31 @@ class PostgresStore(
                   jsonb(v.snapshot, "snapshot") if v.snapshot else None) for v in versions],
             )  # fmt: skip
 
-    def versions(self, memory_id: str) -> list[Version]:
-        rows = self._rows(
-            f"SELECT {VERSION_COLUMNS} FROM versions WHERE memory_id = %s ORDER BY version",
-            (memory_id,),
-        )
-        return [row_to_version(r) for r in rows]
-
-    def next_version(self, memory_id: str) -> int:
-        row = self._row(
-            "SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE memory_id = %s", (memory_id,)
-        )
-        return int(row[0])
-
     def purge_versions(self, memory_id: str) -> None:
         """Drop a memory's versions (their snapshots hold its content)."""
         self._run("DELETE FROM versions WHERE memory_id = %s", (memory_id,))
 
-    def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:
-        cond, params = where(flt)
-        rows = self._rows(
-            f"SELECT {SELECT_COLUMNS} FROM memory_entities e JOIN memories m ON m.key = e.key "
-            f"WHERE e.entity = %s AND {cond} ORDER BY m.created_at DESC, m.id DESC LIMIT %s",
-            (entity.strip().lower(), *params, limit),
-        )
-        return [row_to_record(r) for r in rows]
-
-    def entity_counts(self, flt: MemoryFilter) -> dict[str, int]:
-        cond, params = where(flt)
-        rows = self._rows(
-            f"SELECT e.entity, count(*) FROM memory_entities e JOIN memories m "
-            f"ON m.key = e.key WHERE {cond} GROUP BY e.entity ORDER BY 2 DESC, 1",
-            params,
-        )
-        return {entity: int(n) for entity, n in rows}
-
     # --- maintenance ----------------------------------------------------------------
-    def stats(self, flt: MemoryFilter) -> StoreStats:
-        cond, params = where(flt)
-        everything = MemoryFilter(
-            namespaces=flt.namespaces, include_expired=True, include_superseded=True
-        )
-        all_cond, all_params = where(everything)
+    def _stat_counts(
+        self, flt: MemoryFilter, cond: str, params: Sequence[Any]
+    ) -> tuple[int, int, int, int]:
         expired_sql = "count(*) FILTER (WHERE m.expires_at <= %s)" if flt.now else "0"
         counts = self._row(
             f"SELECT count(*), {expired_sql}, count(*) FILTER (WHERE m.superseded_by IS NOT NULL),"
             f" count(v.key) FROM memories m LEFT JOIN memory_vectors v ON v.key = m.key "
-            f"WHERE {all_cond}",
-            ([flt.now] if flt.now else []) + all_params,
+            f"WHERE {cond}",
+            ([flt.now] if flt.now else []) + list(params),
         )
-        edges, versions = self._row(
-            f"SELECT (SELECT count(*) FROM edges WHERE source IN "
-            f"(SELECT m.id FROM memories m WHERE {all_cond})), "
-            f"(SELECT count(*) FROM versions WHERE memory_id IN "
-            f"(SELECT m.id FROM memories m WHERE {all_cond}))",
-            all_params + all_params,
+        return int(counts[0]), int(counts[1]), int(counts[2]), int(counts[3])
+
+    def _size_bytes(self) -> int:
+        return int(
+            self._row(
+                "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace "
+                "AND c.relkind IN ('r', 'm')",
+            )[0]
         )
-
-        def grouped(column: str) -> dict[str, int]:
-            rows = self._rows(
-                f"SELECT m.{column}, count(*) FROM memories m WHERE {cond} GROUP BY 1", params
-            )
-            return {str(k): int(n) for k, n in rows}
-
-        size = 0
-        if flt.namespaces is None:
-            size = int(
-                self._row(
-                    "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                    "WHERE c.relnamespace = current_schema()::regnamespace "
-                    "AND c.relkind IN ('r', 'm')",
-                )[0]
-            )
-        model, dim = self.get_meta("embedding_model"), self.get_meta("embedding_dimension")
-        return StoreStats(
-            memories=int(counts[0]),
-            live=self.count(flt),
-            expired=int(counts[1]),
-            superseded=int(counts[2]),
-            edges=int(edges),
-            versions=int(versions),
-            vectors=int(counts[3]),
-            by_namespace=grouped("namespace"),
-            by_type=grouped("type"),
-            by_kind=grouped("kind"),
-            size_bytes=size,
-            schema_version=self.schema_version(),
-            embedder=f"{model}:{dim}" if model else None,
-        )
-
-    def iter_memories(self, flt: MemoryFilter, batch: int = 500) -> Iterator[MemoryRecord]:
-        cond, params = where(flt)
-        last = 0
-        while True:
-            rows = self._rows(
-                f"SELECT m.key, {SELECT_COLUMNS} FROM memories m WHERE m.key > %s AND {cond} "
-                f"ORDER BY m.key LIMIT %s",
-                (last, *params, batch),
-            )
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_record(row[1:])
-            last = rows[-1][0]
-
-    def iter_edges(self) -> Iterator[Edge]:
-        rows = self._rows(f"SELECT {EDGE_COLUMNS} FROM edges ORDER BY created_at, id")
-        yield from (row_to_edge(r) for r in rows)
-
-    def iter_versions(self) -> Iterator[Version]:
-        rows = self._rows(f"SELECT {VERSION_COLUMNS} FROM versions ORDER BY memory_id, version")
-        yield from (row_to_version(r) for r in rows)
 
     def gc_candidates(
         self, expired_before: datetime, decay: DecayScan | None

@@ -1,4 +1,4 @@
-"""Single edges, and session and entity neighbourhoods of the PostgreSQL store."""
+"""Session and entity neighbourhoods of the PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ import itertools
 from collections.abc import Sequence
 from datetime import timedelta
 
-from ..record import Edge
 from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
 from .dialect import Dialect
 from .postgres_connect import PgConnections
-from .postgres_rows import EDGE_COLUMNS, POSTGRES, row_to_edge, utc, where
+from .postgres_rows import POSTGRES, utc, where
 
 
 class PostgresExtras(PgConnections):
@@ -57,7 +56,3 @@ class PostgresExtras(PgConnections):
             [(memory_id, utc(created)) for _, _, memory_id, created in line]  # type: ignore[misc]
             for _, line in itertools.groupby(rows, key=lambda row: (row[0], row[1]))
         ]
-
-    def get_edge(self, edge_id: str) -> Edge | None:
-        row = self._row(f"SELECT {EDGE_COLUMNS} FROM edges WHERE id = %s", (edge_id,))
-        return row_to_edge(row) if row else None

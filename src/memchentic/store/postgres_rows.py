@@ -18,10 +18,10 @@ from ..errors import ValidationError
 from ..record import Edge, MemoryRecord, Version
 from .dialect import Dialect
 from .tables import COLUMNS as COLUMNS  # re-exported: the rows of this backend
+from .tables import EDGE_COLUMNS as EDGE_COLUMNS
 from .tables import SELECT_COLUMNS as SELECT_COLUMNS
+from .tables import VERSION_COLUMNS as VERSION_COLUMNS
 
-EDGE_COLUMNS = "id, source, target, kind, strength, created_at, metadata"
-VERSION_COLUMNS = "memory_id, version, op, actor, at, changes, snapshot"
 _TIME_FIELDS = (
     "created_at", "updated_at", "valid_from", "valid_to", "expires_at", "last_recalled_at"
 )  # fmt: skip
@@ -101,6 +101,7 @@ class PostgresDialect(Dialect):
     name = "postgres"
     true = "TRUE"
     false = "FALSE"
+    key = "key"
 
     @functools.lru_cache(maxsize=512)  # noqa: B019 (one instance, lives as long as the module)
     def sql(self, text: str) -> str:
@@ -117,6 +118,15 @@ class PostgresDialect(Dialect):
 
     def read_json(self, value: Any) -> Any:
         return value
+
+    def record(self, row: Any) -> MemoryRecord:
+        return row_to_record(row)
+
+    def edge(self, row: Any) -> Edge:
+        return row_to_edge(row)
+
+    def version(self, row: Any) -> Version:
+        return row_to_version(row)
 
     def any_of(
         self, column: str, values: Sequence[Any], negate: bool = False

@@ -29,7 +29,8 @@ import numpy as np
 from ..clock import to_text
 from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
-from .base import MemoryFilter, RankRow, Store
+from .base import RankRow, Store
+from .memory_tables import MemoryTables
 from .migrations.sqlite import MIGRATIONS, TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
@@ -43,7 +44,6 @@ from .sqlite_rows import (
     rank_row,
     record_params,
     row_to_record,
-    where,
 )
 from .sqlite_search import SQLiteSearch
 from .tables import DirectoryTables, LogTables
@@ -68,7 +68,9 @@ _LOCK_RETRIES = 8
 MMAP_BYTES = 1 << 34
 
 
-class SQLiteStore(SQLiteCheck, DirectoryTables, LogTables, SQLiteExtras, SQLiteSearch, Store):
+class SQLiteStore(
+    SQLiteCheck, DirectoryTables, LogTables, MemoryTables, SQLiteExtras, SQLiteSearch, Store
+):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data)."""
 
@@ -363,12 +365,6 @@ class SQLiteStore(SQLiteCheck, DirectoryTables, LogTables, SQLiteExtras, SQLiteS
             self._erased()
         return True
 
-    def get(self, memory_id: str) -> MemoryRecord | None:
-        row = self.conn.execute(
-            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)
-        ).fetchone()
-        return row_to_record(row) if row else None
-
     def _by_ids(self, select: str, ids: Sequence[str]) -> Iterator[Any]:
         """Rows of ``select ... WHERE m.id IN (ids)``, the ids deduplicated and sent in
         chunks (SQLite caps the parameters of one statement)."""
@@ -415,30 +411,6 @@ class SQLiteStore(SQLiteCheck, DirectoryTables, LogTables, SQLiteExtras, SQLiteS
             "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid", ids
         )
         return {memory_id: np.frombuffer(blob, dtype=np.float32) for memory_id, blob in rows}
-
-    def find_slot(self, namespace: str, slot_key: str) -> MemoryRecord | None:
-        row = self.conn.execute(
-            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.namespace = ? AND m.slot_key = ?",
-            (namespace, slot_key),
-        ).fetchone()
-        return row_to_record(row) if row else None
-
-    def list_memories(
-        self, flt: MemoryFilter, *, limit: int, offset: int = 0, newest_first: bool = True
-    ) -> list[MemoryRecord]:
-        cond, params = where(flt)
-        order = "DESC" if newest_first else "ASC"
-        rows = self.conn.execute(
-            f"SELECT {SELECT_COLUMNS} FROM memories m WHERE {cond} "
-            f"ORDER BY m.created_at {order}, m.id {order} LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-        return [row_to_record(r) for r in rows]
-
-    def count(self, flt: MemoryFilter) -> int:
-        cond, params = where(flt)
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)
-                   .fetchone()[0])  # fmt: skip
 
     def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
         if not updates:

@@ -1,13 +1,13 @@
-"""How the SQLite store runs the shared SQL (:class:`~.tables.SqlHost`); its edges,
-versions and entities, session and entity neighbourhoods; statistics and the
-streams of every row (export, check, migrate)."""
+"""How the SQLite store runs the shared SQL (:class:`~.tables.SqlHost`); its writes
+of edges and versions, session and entity neighbourhoods; the counts and size
+behind its statistics (:class:`~.memory_tables.MemoryTables` reads the rest)."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,14 +16,12 @@ from typing import TYPE_CHECKING, Any
 from ..clock import to_text
 from ..lifetime import DecayScan
 from ..record import Edge, MemoryRecord, Version
-from .base import MemoryFilter, SessionLine, SessionPoint, StoreStats, session_windows
+from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
 from .dialect import Dialect
 from .sqlite_rows import (
     SELECT_COLUMNS,
     SQLITE,
-    row_to_edge,
     row_to_record,
-    row_to_version,
     to_json,
     where,
 )
@@ -110,14 +108,6 @@ class SQLiteExtras:
             for _, line in itertools.groupby(rows, key=lambda row: (row[0], row[1]))
         ]
 
-    def get_edge(self, edge_id: str) -> Edge | None:
-        row = self.conn.execute(
-            "SELECT id, source, target, kind, strength, created_at, metadata FROM edges "
-            "WHERE id = ?",
-            (edge_id,),
-        ).fetchone()
-        return row_to_edge(row) if row else None
-
     # --- graph, versions, entities ----------------------------------------------------
     def add_edge(self, edge: Edge) -> None:
         with self.write():
@@ -131,17 +121,6 @@ class SQLiteExtras:
                 self.conn.execute(
                     "UPDATE memories SET superseded_by = ? WHERE id = ?", (edge.source, edge.target)
                 )
-
-    def edges(self, memory_id: str, *, kind: str | None = None) -> list[Edge]:
-        sql = (
-            "SELECT id, source, target, kind, strength, created_at, metadata FROM edges "
-            "WHERE (source = ? OR target = ?)"
-        )
-        params: list[Any] = [memory_id, memory_id]
-        if kind is not None:
-            sql += " AND kind = ?"
-            params.append(kind)
-        return [row_to_edge(r) for r in self.conn.execute(sql + " ORDER BY created_at, id", params)]
 
     def delete_edge(self, edge_id: str) -> bool:
         with self.write():
@@ -171,135 +150,41 @@ class SQLiteExtras:
                  for v in versions],
             )  # fmt: skip
 
-    def versions(self, memory_id: str) -> list[Version]:
-        rows = self.conn.execute(
-            "SELECT memory_id, version, op, actor, at, changes, snapshot FROM versions "
-            "WHERE memory_id = ? ORDER BY version",
-            (memory_id,),
-        )
-        return [row_to_version(r) for r in rows]
-
-    def next_version(self, memory_id: str) -> int:
-        row = self.conn.execute(
-            "SELECT COALESCE(MAX(version), 0) + 1 FROM versions WHERE memory_id = ?", (memory_id,)
-        ).fetchone()
-        return int(row[0])
-
     def purge_versions(self, memory_id: str) -> None:
         """Drop a memory's versions (their snapshots hold its content)."""
         with self.write():
             self.conn.execute("DELETE FROM versions WHERE memory_id = ?", (memory_id,))
             self._erased()
 
-    def by_entity(self, entity: str, flt: MemoryFilter, *, limit: int) -> list[MemoryRecord]:
-        cond, params = where(flt)
-        rows = self.conn.execute(
-            f"SELECT {SELECT_COLUMNS} FROM memory_entities e JOIN memories m ON m.rowid = e.key "
-            f"WHERE e.entity = ? AND {cond} ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
-            (entity.strip().lower(), *params, limit),
-        )
-        return [row_to_record(r) for r in rows]
-
-    def entity_counts(self, flt: MemoryFilter) -> dict[str, int]:
-        cond, params = where(flt)
-        rows = self.conn.execute(
-            f"SELECT e.entity, COUNT(*) FROM memory_entities e JOIN memories m "
-            f"ON m.rowid = e.key WHERE {cond} GROUP BY e.entity ORDER BY 2 DESC, 1",
-            params,
-        )
-        return {entity: int(n) for entity, n in rows}
-
     # --- maintenance ----------------------------------------------------------------
-    def stats(self, flt: MemoryFilter) -> StoreStats:
-        cond, params = where(flt)
-        everything = MemoryFilter(
-            namespaces=flt.namespaces, include_expired=True, include_superseded=True
-        )
-        all_cond, all_params = where(everything)
-
-        def grouped(column: str) -> dict[str, int]:
-            rows = self.conn.execute(
-                f"SELECT m.{column}, COUNT(*) FROM memories m WHERE {cond} GROUP BY 1", params
-            )
-            return {str(k): int(n) for k, n in rows}
-
+    def _stat_counts(
+        self, flt: MemoryFilter, cond: str, params: Sequence[Any]
+    ) -> tuple[int, int, int, int]:
         def scalar(sql: str, args: Sequence[Any]) -> int:
             return int(self.conn.execute(sql, args).fetchone()[0] or 0)
 
-        total = scalar(f"SELECT COUNT(*) FROM memories m WHERE {all_cond}", all_params)
+        total = scalar(f"SELECT COUNT(*) FROM memories m WHERE {cond}", params)
         expired = scalar(
-            f"SELECT COUNT(*) FROM memories m WHERE {all_cond} AND m.expires_at <= ?",
-            [*all_params, to_text(flt.now)],
+            f"SELECT COUNT(*) FROM memories m WHERE {cond} AND m.expires_at <= ?",
+            [*params, to_text(flt.now)],
         ) if flt.now else 0  # fmt: skip
         superseded = scalar(
-            f"SELECT COUNT(*) FROM memories m WHERE {all_cond} AND m.superseded_by IS NOT NULL",
-            all_params,
-        )
-        edges = scalar(
-            f"SELECT COUNT(*) FROM edges WHERE source IN (SELECT m.id FROM memories m "
-            f"WHERE {all_cond})",
-            all_params,
-        )
-        versions = scalar(
-            f"SELECT COUNT(*) FROM versions WHERE memory_id IN (SELECT m.id FROM memories m "
-            f"WHERE {all_cond})",
-            all_params,
+            f"SELECT COUNT(*) FROM memories m WHERE {cond} AND m.superseded_by IS NOT NULL",
+            params,
         )
         vectors = scalar(
             f"SELECT COUNT(*) FROM vectors WHERE rowid IN (SELECT m.rowid FROM memories m "
-            f"WHERE {all_cond})",
-            all_params,
+            f"WHERE {cond})",
+            params,
         )
-        size = sum(
+        return total, expired, superseded, vectors
+
+    def _size_bytes(self) -> int:
+        return sum(
             p.stat().st_size
             for p in (self.path, self.path.with_name(self.path.name + "-wal"))
             if p.exists()
         )
-        model, dim = self.get_meta("embedding_model"), self.get_meta("embedding_dimension")
-        return StoreStats(
-            memories=total,
-            live=self.count(flt),
-            expired=expired,
-            superseded=superseded,
-            edges=edges,
-            versions=versions,
-            vectors=vectors,
-            by_namespace=grouped("namespace"),
-            by_type=grouped("type"),
-            by_kind=grouped("kind"),
-            size_bytes=size if flt.namespaces is None else 0,
-            schema_version=self.schema_version(),
-            embedder=f"{model}:{dim}" if model else None,
-        )
-
-    def iter_memories(self, flt: MemoryFilter, batch: int = 500) -> Iterator[MemoryRecord]:
-        cond, params = where(flt)
-        last = 0
-        while True:
-            rows = self.conn.execute(
-                f"SELECT m.rowid, {SELECT_COLUMNS} FROM memories m WHERE m.rowid > ? AND {cond} "
-                f"ORDER BY m.rowid LIMIT ?",
-                (last, *params, batch),
-            ).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_record(row[1:])
-            last = rows[-1][0]
-
-    def iter_edges(self) -> Iterator[Edge]:
-        rows = self.conn.execute(
-            "SELECT id, source, target, kind, strength, created_at, metadata FROM edges "
-            "ORDER BY created_at, id"
-        ).fetchall()
-        yield from (row_to_edge(r) for r in rows)
-
-    def iter_versions(self) -> Iterator[Version]:
-        rows = self.conn.execute(
-            "SELECT memory_id, version, op, actor, at, changes, snapshot FROM versions "
-            "ORDER BY memory_id, version"
-        ).fetchall()
-        yield from (row_to_version(r) for r in rows)
 
     def gc_candidates(
         self, expired_before: datetime, decay: DecayScan | None

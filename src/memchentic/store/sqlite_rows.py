@@ -129,6 +129,7 @@ class SQLiteDialect(Dialect):
     name = "sqlite"
     true = "1"
     false = "0"
+    key = "rowid"
 
     def sql(self, text: str) -> str:
         return text
@@ -146,6 +147,15 @@ class SQLiteDialect(Dialect):
 
     def read_json(self, value: Any) -> Any:
         return json.loads(value)
+
+    def record(self, row: Any) -> MemoryRecord:
+        return row_to_record(row)
+
+    def edge(self, row: Any) -> Edge:
+        return row_to_edge(row)
+
+    def version(self, row: Any) -> Version:
+        return row_to_version(row)
 
     def any_of(
         self, column: str, values: Sequence[Any], negate: bool = False

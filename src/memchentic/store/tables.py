@@ -51,6 +51,8 @@ COLUMNS: tuple[str, ...] = (
     "last_recalled_at", "superseded_by", "metadata",
 )  # fmt: skip
 SELECT_COLUMNS = ", ".join(f"m.{c}" for c in COLUMNS)
+EDGE_COLUMNS = "id, source, target, kind, strength, created_at, metadata"
+VERSION_COLUMNS = "memory_id, version, op, actor, at, changes, snapshot"
 
 _IDENTITY = "id, kind, name, created_at"
 _TEAM = "id, kind, name, created_at"
