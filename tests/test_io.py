@@ -6,7 +6,21 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from memchentic import Memory
+
+
+@pytest.fixture
+def src(make_mem) -> Memory:
+    """The store to export (closed by ``make_mem`` after the test)."""
+    return make_mem("src")
+
+
+@pytest.fixture
+def dst(make_mem) -> Memory:
+    """An empty store to import into."""
+    return make_mem("dst")
 
 
 def _populate(m: Memory) -> dict[str, str]:
@@ -27,74 +41,48 @@ def _export(m: Memory) -> list[dict]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-def test_round_trip_is_lossless(make_mem):
-    src = make_mem("src")
-    dst = make_mem("dst")
-    try:
-        ids = _populate(src)
-        lines = _export(src)
-        buf = io.StringIO("\n".join(json.dumps(x) for x in lines) + "\n")
-        report = dst.import_(buf)
-        assert report.errors == [] and report.memories == 3 and report.edges == 1
-        again = _export(dst)
-        strip = [x for x in lines if x["kind"] != "header"]
-        assert strip == [x for x in again if x["kind"] != "header"]
-        assert (
-            dst.get(ids["a"], touch=False).created_at == src.get(ids["a"], touch=False).created_at
-        )
-        assert [h.id for h in dst.search("book club", user_id="bea")][0] in (ids["a"], ids["b"])
-        assert [v.op for v in dst.history(ids["g"])] == ["add", "merge"]
-    finally:
-        src.close()
-        dst.close()
+def test_round_trip_is_lossless(src: Memory, dst: Memory):
+    ids = _populate(src)
+    lines = _export(src)
+    buf = io.StringIO("\n".join(json.dumps(x) for x in lines) + "\n")
+    report = dst.import_(buf)
+    assert report.errors == [] and report.memories == 3 and report.edges == 1
+    again = _export(dst)
+    strip = [x for x in lines if x["kind"] != "header"]
+    assert strip == [x for x in again if x["kind"] != "header"]
+    assert dst.get(ids["a"], touch=False).created_at == src.get(ids["a"], touch=False).created_at
+    assert [h.id for h in dst.search("book club", user_id="bea")][0] in (ids["a"], ids["b"])
+    assert [v.op for v in dst.history(ids["g"])] == ["add", "merge"]
 
 
-def test_bad_lines_are_reported_and_the_rest_imported(make_mem):
-    src = make_mem("s")
-    dst = make_mem("d")
-    try:
-        _populate(src)
-        lines = [json.dumps(x) for x in _export(src)]
-        lines.insert(2, "{not json")
-        lines.insert(
-            4,
-            json.dumps(
-                {"kind": "memory", "record": {"id": "x", "namespace": "user:bea", "content": ""}}
-            ),
-        )
-        report = dst.import_(io.StringIO("\n".join(lines)))
-        assert [n for n, _ in report.errors] == [3, 5]
-        assert "content" in report.errors[1][1]
-        assert report.memories == 3
-    finally:
-        src.close()
-        dst.close()
+def test_bad_lines_are_reported_and_the_rest_imported(src: Memory, dst: Memory):
+    _populate(src)
+    lines = [json.dumps(x) for x in _export(src)]
+    lines.insert(2, "{not json")
+    lines.insert(
+        4,
+        json.dumps(
+            {"kind": "memory", "record": {"id": "x", "namespace": "user:bea", "content": ""}}
+        ),
+    )
+    report = dst.import_(io.StringIO("\n".join(lines)))
+    assert [n for n, _ in report.errors] == [3, 5]
+    assert "content" in report.errors[1][1]
+    assert report.memories == 3
 
 
-def test_strict_import_refuses_the_whole_file(make_mem):
-    src = make_mem("s")
-    dst = make_mem("d")
-    try:
-        _populate(src)
-        lines = [json.dumps(x) for x in _export(src)] + ["[1, 2"]
-        report = dst.import_(io.StringIO("\n".join(lines)), strict=True)
-        assert report.errors and report.memories == 0
-        assert dst.list(include_expired=True) == []
-    finally:
-        src.close()
-        dst.close()
+def test_strict_import_refuses_the_whole_file(src: Memory, dst: Memory):
+    _populate(src)
+    lines = [json.dumps(x) for x in _export(src)] + ["[1, 2"]
+    report = dst.import_(io.StringIO("\n".join(lines)), strict=True)
+    assert report.errors and report.memories == 0
+    assert dst.list(include_expired=True) == []
 
 
-def test_import_without_vectors_re_embeds(make_mem):
-    src = make_mem("s")
-    dst = make_mem("d")
-    try:
-        ids = _populate(src)
-        out = io.StringIO()
-        src.export(out, vectors=False)
-        assert '"vector"' not in out.getvalue()
-        dst.import_(io.StringIO(out.getvalue()))
-        assert dst.search("venue week ahead", user_id="bea")[0].id == ids["g"]
-    finally:
-        src.close()
-        dst.close()
+def test_import_without_vectors_re_embeds(src: Memory, dst: Memory):
+    ids = _populate(src)
+    out = io.StringIO()
+    src.export(out, vectors=False)
+    assert '"vector"' not in out.getvalue()
+    dst.import_(io.StringIO(out.getvalue()))
+    assert dst.search("venue week ahead", user_id="bea")[0].id == ids["g"]
