@@ -185,6 +185,16 @@ def mem(make_mem: Callable[..., Memory], settings: Settings) -> Memory:
     return make_mem(settings=settings)
 
 
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Any]:
+    """A fresh server for this test (:func:`tests.live_server.live_server`); a module
+    whose tests share one server defines its own ``live``, of module scope."""
+    from .live_server import live_server
+
+    with live_server(tmp_path) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def local_embedder() -> Embedder:
     from memchentic.embed.local import LocalEmbedder, local_available

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,16 +95,17 @@ def live_server(folder: Path, **app_options: Any) -> Iterator[Live]:
         mem.close()
 
 
-def sse_events(
-    response: httpx.Response, wanted: int, timeout: float = 10.0
+def sse_messages(
+    lines: Iterable[str], wanted: int, timeout: float | None = None
 ) -> list[dict[str, str]]:
-    """Read SSE messages (``id``, ``event``, ``data``) from a streaming response until
-    ``wanted`` have arrived (the response's read timeout bounds each wait)."""
+    """Read SSE messages with data (``id``, ``event``, ``data``; comments and ``retry:``
+    skipped) from ``lines`` until ``wanted`` have arrived; with ``timeout``, no line is
+    read after that many seconds."""
     found: list[dict[str, str]] = []
     current: dict[str, str] = {}
-    deadline = time.monotonic() + timeout
-    for line in response.iter_lines():
-        if time.monotonic() > deadline:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for line in lines:
+        if deadline is not None and time.monotonic() > deadline:
             break
         if not line:
             if "data" in current:
@@ -117,3 +118,11 @@ def sse_events(
         if name:
             current[name] = value.strip()
     return found
+
+
+def sse_events(
+    response: httpx.Response, wanted: int, timeout: float = 10.0
+) -> list[dict[str, str]]:
+    """Read SSE messages from a streaming response until ``wanted`` have arrived (the
+    response's read timeout bounds each wait)."""
+    return sse_messages(response.iter_lines(), wanted, timeout)

@@ -17,7 +17,7 @@ import httpx  # noqa: E402
 
 from memchentic.server.auth import KeyRing  # noqa: E402
 
-from .live_server import Live, live_server  # noqa: E402
+from .live_server import Live, live_server, sse_messages  # noqa: E402
 
 #: Each wait on the stream is bounded by this read timeout (a deadline, not a sleep).
 READ_TIMEOUT = 10.0
@@ -42,24 +42,6 @@ def _started(response: httpx.Response) -> Iterator[str]:
     return lines
 
 
-def _messages(lines: Iterator[str], wanted: int) -> list[dict[str, str]]:
-    """The next ``wanted`` SSE messages with data (comments and ``retry:`` skipped)."""
-    found: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    for line in lines:
-        if not line:
-            if "data" in current:
-                found.append(current)
-                if len(found) == wanted:
-                    break
-            current = {}
-            continue
-        name, _, value = line.partition(":")
-        if name:
-            current[name] = value.strip()
-    return found
-
-
 def _rest(lines: Iterator[str]) -> list[str]:
     """Every line until the server ends the stream (a read timeout fails the test)."""
     return list(lines)
@@ -71,20 +53,30 @@ def _stream(live: Live, headers: dict[str, str]) -> httpx.Client:
     return client
 
 
+def _new_key(live: Live, identity: str, name: str) -> tuple[KeyRing, str, str]:
+    """A new API key of ``identity``: the ring that holds it, the secret, the record id."""
+    ring = KeyRing(live.mem.store)
+    key, record = ring.create(identity=identity, name=name)
+    return ring, key, record.id
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
 def test_nothing_stored_after_a_revocation_is_streamed(live: Live, monkeypatch):
     # a re-check interval far longer than the test: only the check before each
     # delivered batch can stop the stream
     _recheck(monkeypatch, live, 3600)
-    ring = KeyRing(live.mem.store)
-    key, record = ring.create(identity="alice", name="stream-a")
+    ring, key, record_id = _new_key(live, "alice", "stream-a")
     alice = live.mem.for_identity("alice")
-    client = _stream(live, {"Authorization": f"Bearer {key}"})
+    client = _stream(live, _bearer(key))
     with client.stream("GET", "/v1/events", params={"type": "memory.added"}) as response:
         lines = _started(response)
         before = alice.add("Alice's locker is number 12").id
-        seen = _messages(lines, 1)
+        seen = sse_messages(lines, 1)
         assert [json.loads(m["data"])["memory_id"] for m in seen] == [before]
-        assert ring.revoke(record.id)
+        assert ring.revoke(record_id)
         after = alice.add("Alice's new locker code is 4711").id
         rest = _rest(lines)
     assert after and not any(after in line for line in rest)
@@ -94,27 +86,25 @@ def test_nothing_stored_after_a_revocation_is_streamed(live: Live, monkeypatch):
 
 def test_an_idle_stream_ends_within_the_recheck_interval(live: Live, monkeypatch):
     _recheck(monkeypatch, live, 0.05)
-    ring = KeyRing(live.mem.store)
-    key, record = ring.create(identity="bob", name="stream-b")
-    client = _stream(live, {"Authorization": f"Bearer {key}"})
+    ring, key, record_id = _new_key(live, "bob", "stream-b")
+    client = _stream(live, _bearer(key))
     with client.stream("GET", "/v1/events") as response:
         lines = _started(response)
-        assert ring.revoke(record.id)
+        assert ring.revoke(record_id)
         rest = _rest(lines)  # ends long before the 15 s keepalive or the read timeout
     assert not any(line.startswith("data:") for line in rest)
 
 
 def test_a_valid_key_keeps_its_stream(live: Live, monkeypatch):
     _recheck(monkeypatch, live, 0.05)  # re-checks many times; the key holds
-    ring = KeyRing(live.mem.store)
-    key, _ = ring.create(identity="bob", name="stream-c")
+    _, key, _ = _new_key(live, "bob", "stream-c")
     bob = live.mem.for_identity("bob")
-    client = _stream(live, {"Authorization": f"Bearer {key}"})
+    client = _stream(live, _bearer(key))
     with client.stream("GET", "/v1/events", params={"type": "memory.added"}) as response:
         lines = _started(response)
         first = bob.add("Bob's train leaves at 7:40").id
         second = bob.add("Bob's return train leaves at 18:05").id
-        seen = _messages(lines, 2)
+        seen = sse_messages(lines, 2)
     assert [json.loads(m["data"])["memory_id"] for m in seen] == [first, second]
 
 
@@ -129,20 +119,19 @@ def _console(live: Live, secret: str) -> tuple[httpx.Client, str]:
 @pytest.mark.parametrize("how", ["sign-out", "revoke"])
 def test_the_console_stream_ends_with_its_session(live: Live, monkeypatch, how: str):
     _recheck(monkeypatch, live, 0.05)
-    ring = KeyRing(live.mem.store)
-    key, record = ring.create(identity="alice", name=f"console-{how}")
+    ring, key, record_id = _new_key(live, "alice", f"console-{how}")
     browser, session = _console(live, key)
     alice = live.mem.for_identity("alice")
     watcher = _stream(live, {"Cookie": f"memchentic_console={session}"})
     with watcher.stream("GET", "/console/events/stream") as response:
         lines = _started(response)
         before = alice.add("Alice parks on level 3").id
-        seen = _messages(lines, 1)
+        seen = sse_messages(lines, 1)
         assert json.loads(seen[0]["data"])["memory_id"] == before
         if how == "sign-out":
             assert browser.post("/console/logout").status_code == 303
         else:
-            assert ring.revoke(record.id)
+            assert ring.revoke(record_id)
         after = alice.add("Alice now parks on level 5").id
         rest = _rest(lines)
     assert after and not any(after in line for line in rest)

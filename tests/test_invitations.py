@@ -5,9 +5,6 @@ one. Library on both backends, and the HTTP API through a real server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memchentic import Memory, ValidationError
@@ -129,13 +126,7 @@ def test_an_identity_cannot_tell_which_identities_exist(mem: Memory):
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from .live_server import Live, live_server  # noqa: E402
-
-
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
-    with live_server(tmp_path) as server:
-        yield server
+from .live_server import Live  # noqa: E402  (``live``: a fresh server, tests/conftest.py)
 
 
 def test_http_membership_needs_the_invitees_consent(live: Live):

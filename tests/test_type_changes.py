@@ -4,9 +4,6 @@ write its ``charter``, and a group has one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from memchentic import Memory, NamespaceError, ValidationError
@@ -62,13 +59,7 @@ def test_an_admin_retypes_into_the_one_charter(mem: Memory):
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from .live_server import Live, live_server  # noqa: E402
-
-
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
-    with live_server(tmp_path) as server:
-        yield server
+from .live_server import Live  # noqa: E402  (``live``: a fresh server, tests/conftest.py)
 
 
 def test_http_patch_to_charter_follows_the_write_rules(live: Live):
