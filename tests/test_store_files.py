@@ -128,14 +128,20 @@ def test_a_store_path_under_a_file_names_that_file(tmp_path: Path):
 
 
 # --- item 15: newer schema, foreign files -------------------------------------------------
-def test_a_foreign_sqlite_file_is_refused_and_left_unchanged(tmp_path: Path):
-    path = tmp_path / "other.db"
+def _foreign_file(path: Path, *statements: str) -> str:
+    """A SQLite file of another app, made by ``statements``; its digest."""
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
-    conn.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    for statement in statements:
+        conn.execute(statement)
     conn.commit()
     conn.close()
-    before = _digest(path)
+    return _digest(path)
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_unchanged(tmp_path: Path):
+    path = tmp_path / "other.db"
+    before = _foreign_file(path, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)",
+                           "INSERT INTO invoices (total) VALUES (12.5)")  # fmt: skip
     for _ in range(2):
         with pytest.raises(NotAStoreError, match="not a memchentic store"):
             Memory(path=path, embedder="hash")
@@ -145,12 +151,8 @@ def test_a_foreign_sqlite_file_is_refused_and_left_unchanged(tmp_path: Path):
 
 def test_a_memchentic_looking_file_of_another_app_is_left_unchanged(tmp_path: Path):
     path = tmp_path / "lookalike.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("INSERT INTO meta VALUES ('app', 'someone-else')")
-    conn.commit()
-    conn.close()
-    before = _digest(path)
+    before = _foreign_file(path, "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                           "INSERT INTO meta VALUES ('app', 'someone-else')")  # fmt: skip
     with pytest.raises(NotAStoreError):
         Memory(path=path, embedder="hash")
     assert _digest(path) == before and _beside(path) == []
