@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from ..settings import Settings
 from .base import MemoryFilter, Store, StoreStats
+from .keywords import Budgets
 
 
 def open_store(location: str, settings: Settings) -> Store:
@@ -13,6 +14,13 @@ def open_store(location: str, settings: Settings) -> Store:
     the ``[postgres]`` extra and the pgvector extension on the server)."""
     if not isinstance(location, str) or not location.strip():
         raise ValidationError("store", "must be a file path or a store URL")
+    budgets: Budgets = {  # the search's, alike on both backends
+        "common_term_docs": settings.search_common_term_docs,
+        "common_window": settings.search_common_window,
+        "exact_vector_rows": settings.search_exact_vector_rows,
+        "title_weight": settings.search_title_weight,
+        "isolated_scan_rows": settings.search_isolated_scan_rows,
+    }
     if location.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresStore
@@ -20,14 +28,7 @@ def open_store(location: str, settings: Settings) -> Store:
             raise ValidationError(
                 "store", "PostgreSQL needs the [postgres] extra: pip install 'memchentic[postgres]'"
             ) from exc
-        return PostgresStore(
-            location,
-            common_term_docs=settings.search_common_term_docs,
-            common_window=settings.search_common_window,
-            exact_vector_rows=settings.search_exact_vector_rows,
-            title_weight=settings.search_title_weight,
-            isolated_scan_rows=settings.search_isolated_scan_rows,
-        )
+        return PostgresStore(location, **budgets)
     if "://" in location and not location.startswith("sqlite://"):
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
     if location == ":memory:":
@@ -35,15 +36,7 @@ def open_store(location: str, settings: Settings) -> Store:
     path = location.removeprefix("sqlite://")
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(
-        path,
-        common_term_docs=settings.search_common_term_docs,
-        common_window=settings.search_common_window,
-        exact_vector_rows=settings.search_exact_vector_rows,
-        title_weight=settings.search_title_weight,
-        secure_delete=settings.secure_delete,
-        isolated_scan_rows=settings.search_isolated_scan_rows,
-    )
+    return SQLiteStore(path, secure_delete=settings.secure_delete, **budgets)
 
 
 __all__ = ["MemoryFilter", "Store", "StoreStats", "open_store"]

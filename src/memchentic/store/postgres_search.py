@@ -34,6 +34,7 @@ import numpy as np
 
 from ..text import idf, query_words
 from .base import MemoryFilter, RankRow, Similar
+from .keywords import SearchBudgets, choose_words
 from .postgres_connect import EF_SEARCH_DEFAULT, PgConnections
 from .postgres_rows import utc, where
 
@@ -93,20 +94,9 @@ def _tsquery_word(terms: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else "(" + " & ".join(quoted) + ")"
 
 
-class PostgresSearch(PgConnections):
+class PostgresSearch(SearchBudgets, PgConnections):
     """Mixin for :class:`~memchentic.store.postgres.PostgresStore`."""
 
-    common_term_docs: int
-    common_window: int
-    exact_vector_rows: int
-    title_weight: float
-    #: Isolated callers who see at most this many memories: keyword statements run
-    #: over their rows only (SEARCH_ISOLATED_SCAN_ROWS).
-    isolated_scan_rows: int = 500
-    #: For tests and diagnostics, as in the SQLite store: visible rows the isolated
-    #: keyword stage read, and isolated keyword searches through the shared index.
-    keyword_rows_scanned: int = 0
-    keyword_index_searches: int = 0
     _stem_cache: dict[str, tuple[str, ...]]
     _state_cache: tuple[float, int | None, int] | None = None
 
@@ -424,8 +414,9 @@ class PostgresSearch(PgConnections):
         query_vector: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """Ranked keyword matches, at a cost bounded in large stores (the budget of
-        ``SQLiteStore.keyword_search``: rare words first, common words only alone,
-        and then only over the newest ``common_window`` matches). With
+        :mod:`.keywords`, as in ``SQLiteStore.keyword_search``: rare words first,
+        common words only alone, and then only over the newest ``common_window``
+        matches). With
         ``query_vector``, the hits' RankRows carry their cosines (computed here),
         else their stored vectors."""
         cond, params = where(flt)
@@ -441,24 +432,18 @@ class PostgresSearch(PgConnections):
             freqs, total = self._visible_stats(sorted({t for _, t in pairs}), cond, params, source)
         else:
             pairs, freqs, total = self._stems_and_freqs(words)
-        if not pairs:
+        # Ranking costs about a microsecond a matching row in the server, whatever the
+        # store's size: the word budget applies as soon as the matches exceed it, and
+        # the window is at most RANK_ROWS_MAX rows.
+        word_df, words, window_rows = choose_words(
+            pairs, freqs, common_term_docs=self.common_term_docs,
+            window=min(self.common_window, RANK_ROWS_MAX),
+        )  # fmt: skip
+        if not words:
             return []
         word_terms: dict[str, list[str]] = {}
         for word, term in pairs:
             word_terms.setdefault(word, []).append(term)
-        word_df = {w: min(freqs.get(t, 0) for t in ts) for w, ts in word_terms.items()}
-        present = [w for w, df in word_df.items() if df > 0]
-        if not present:
-            return []
-        rare = [w for w in present if word_df[w] <= self.common_term_docs]
-        words = rare or present
-        window = min(self.common_window, RANK_ROWS_MAX)
-        window_rows = None if rare else window
-        # Ranking costs about a microsecond a matching row in the server, whatever the
-        # store's size: the word budget applies as soon as the matches exceed it, and
-        # the window is at most RANK_ROWS_MAX rows.
-        if sum(word_df[w] for w in words) > window:
-            words, window_rows = self._within_budget(words, word_df, window)
         queries = {w: _tsquery_word(word_terms[w]) for w in words}
         match = " | ".join(queries.values())
         window_sql: str = ""
@@ -528,21 +513,3 @@ class PostgresSearch(PgConnections):
             [rows, matches - 1, matches],
         )
 
-    def _within_budget(
-        self, words: list[str], word_df: dict[str, int], window: int
-    ) -> tuple[list[str], int | None]:
-        """The rarest words while their rows add up to ``window`` (rank them all), or
-        when the rarest alone matches more, the rarest words while they add up to
-        ``common_term_docs`` with the window size (rank the newest matches)."""
-        ordered = sorted(words, key=lambda w: (word_df[w], w))
-        if word_df[ordered[0]] > window:
-            budget, window_rows = self.common_term_docs, window
-        else:
-            budget, window_rows = window, None
-        chosen, total = [ordered[0]], word_df[ordered[0]]
-        for word in ordered[1:]:
-            if total + word_df[word] > budget:
-                break
-            chosen.append(word)
-            total += word_df[word]
-        return chosen, window_rows

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..text import fts_phrase, query_words
 from .base import MemoryFilter
+from .keywords import SearchBudgets
 from .sqlite_rows import where
 
 #: BM25 constants (the same as FTS5's bm25()).
@@ -38,20 +39,8 @@ B = 0.75
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class SQLiteIsolated:
+class SQLiteIsolated(SearchBudgets):
     """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore`."""
-
-    common_window: int
-    exact_vector_rows: int
-    title_weight: float
-    #: Untrusted callers who see at most this many memories: keyword matches are
-    #: found among their rows, never through the shared index (SEARCH_ISOLATED_SCAN_ROWS).
-    isolated_scan_rows: int = 500
-    #: For tests and diagnostics: visible rows the isolated keyword stage has scanned
-    #: (what the caller can see, never what other namespaces hold), and the isolated
-    #: keyword searches that went through the shared index instead.
-    keyword_rows_scanned: int = 0
-    keyword_index_searches: int = 0
 
     @property
     def conn(self) -> sqlite3.Connection:  # provided by SQLiteStore

@@ -21,6 +21,7 @@ import numpy as np
 from ..clock import from_text
 from ..text import fts_phrase, query_words
 from .base import MemoryFilter, RankRow, Similar
+from .keywords import choose_words
 from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row, where
 from .vectors import VectorIndex
@@ -29,7 +30,6 @@ from .vectors import VectorIndex
 class SQLiteSearch(SQLiteIsolated):
     """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore`."""
 
-    common_term_docs: int
     _index: VectorIndex | None
     _index_lock: threading.RLock
 
@@ -327,17 +327,11 @@ class SQLiteSearch(SQLiteIsolated):
         if not pairs or k <= 0:
             return []
         freqs = self._doc_freqs(sorted({t for _, t in pairs}))
-        word_df: dict[str, int] = {}
-        for word, term in pairs:  # a phrase matches at most as many rows as its rarest term
-            word_df[word] = min(word_df.get(word, freqs.get(term, 0)), freqs.get(term, 0))
-        present = [w for w, df in word_df.items() if df > 0]
-        if not present:
+        word_df, words, window_rows = choose_words(
+            pairs, freqs, common_term_docs=self.common_term_docs, window=self.common_window
+        )
+        if not words:
             return []
-        rare = [w for w in present if word_df[w] <= self.common_term_docs]
-        words = rare or present
-        window_rows = None if rare else self.common_window
-        if sum(word_df[w] for w in words) > self.common_window:  # at any store size
-            words, window_rows = self._within_budget(words, word_df)
         match = " OR ".join(fts_phrase(w) for w in words)
         if window_rows is not None:  # rank only the newest window_rows matches
             row = self.conn.execute(
@@ -417,22 +411,3 @@ class SQLiteSearch(SQLiteIsolated):
             if len(hits) >= k:
                 break
         return hits[:k]
-
-    def _within_budget(
-        self, words: list[str], word_df: dict[str, int]
-    ) -> tuple[list[str], int | None]:
-        """The rarest words while their rows add up to ``common_window`` (rank them
-        all), or when the rarest alone matches more, the rarest words while they add
-        up to ``common_term_docs`` with the window size (rank the newest matches)."""
-        ordered = sorted(words, key=lambda w: (word_df[w], w))
-        if word_df[ordered[0]] > self.common_window:
-            budget, window_rows = self.common_term_docs, self.common_window
-        else:
-            budget, window_rows = self.common_window, None
-        chosen, total = [ordered[0]], word_df[ordered[0]]
-        for word in ordered[1:]:
-            if total + word_df[word] > budget:
-                break
-            chosen.append(word)
-            total += word_df[word]
-        return chosen, window_rows

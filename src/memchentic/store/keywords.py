@@ -1,0 +1,88 @@
+"""What the search stages of both backends share: their budgets (the ``SEARCH_*``
+settings) and counters, and the choice of the query words a keyword search ranks.
+
+A ranked keyword query costs time in proportion to the rows its words match, so
+both backends bound it alike: words found in no memory are skipped; words in more
+than ``common_term_docs`` memories are *common*, left out when rarer words exist;
+words are taken rarest first while the rows they match add up to at most a
+window; when even the rarest matches more, only the newest window of matches is
+ranked (with the next rarest words while they add up to ``common_term_docs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
+
+class SearchBudgets:
+    """Mixin for both stores: the budgets their constructors set, and the counters
+    tests and diagnostics read."""
+
+    common_term_docs: int
+    common_window: int
+    exact_vector_rows: int
+    title_weight: float
+    #: Isolated (untrusted) callers who see at most this many memories: keyword
+    #: matches are found among their rows only (SEARCH_ISOLATED_SCAN_ROWS).
+    isolated_scan_rows: int = 500
+    #: For tests and diagnostics: visible rows the isolated keyword stage has read
+    #: (what the caller can see, never what other namespaces hold), and the
+    #: isolated keyword searches that went through the shared index instead.
+    keyword_rows_scanned: int = 0
+    keyword_index_searches: int = 0
+
+
+class Budgets(TypedDict):
+    """:class:`SearchBudgets`' settings, as keywords of either store's constructor."""
+
+    common_term_docs: int
+    common_window: int
+    exact_vector_rows: int
+    title_weight: float
+    isolated_scan_rows: int
+
+
+def choose_words(
+    pairs: Sequence[tuple[str, str]],
+    freqs: Mapping[str, int],
+    *,
+    common_term_docs: int,
+    window: int,
+) -> tuple[dict[str, int], list[str], int | None]:
+    """The words of ``pairs`` (``(word, index term)``) to rank, given each term's
+    document frequency: ``(rows each word matches, the words, window)``, where the
+    window is the number of newest matches to rank (None: rank them all). No words
+    when none is in any memory."""
+    word_df: dict[str, int] = {}
+    for word, term in pairs:  # a phrase matches at most as many rows as its rarest term
+        word_df[word] = min(word_df.get(word, freqs.get(term, 0)), freqs.get(term, 0))
+    present = [w for w, df in word_df.items() if df > 0]
+    if not present:
+        return word_df, [], None
+    rare = [w for w in present if word_df[w] <= common_term_docs]
+    words = rare or present
+    window_rows = None if rare else window
+    if sum(word_df[w] for w in words) > window:  # at any store size
+        words, window_rows = _within_budget(words, word_df, window, common_term_docs)
+    return word_df, words, window_rows
+
+
+def _within_budget(
+    words: list[str], word_df: dict[str, int], window: int, common_term_docs: int
+) -> tuple[list[str], int | None]:
+    """The rarest words while their rows add up to ``window`` (rank them all), or
+    when the rarest alone matches more, the rarest words while they add up to
+    ``common_term_docs`` with the window size (rank the newest matches)."""
+    ordered = sorted(words, key=lambda w: (word_df[w], w))
+    if word_df[ordered[0]] > window:
+        budget, window_rows = common_term_docs, window
+    else:
+        budget, window_rows = window, None
+    chosen, total = [ordered[0]], word_df[ordered[0]]
+    for word in ordered[1:]:
+        if total + word_df[word] > budget:
+            break
+        chosen.append(word)
+        total += word_df[word]
+    return chosen, window_rows
