@@ -328,10 +328,11 @@ class PgConnections:
         return getattr(self._local, "tx", None) is None and not self._closed
 
     @contextmanager
-    def write(self) -> Iterator[None]:
-        """A write transaction that excludes every other writer of this store."""
-        if getattr(self._local, "tx", None) is not None:  # nested: join the open one
-            yield
+    def _transaction(self) -> Iterator[psycopg.Connection[Any] | None]:
+        """A transaction of this thread on a pooled connection, which it yields; None
+        inside one this thread holds already (the block joins that one)."""
+        if getattr(self._local, "tx", None) is not None:
+            yield None
             return
         if self._closed:
             raise StoreError("the store is closed")
@@ -339,31 +340,31 @@ class PgConnections:
             self._local.tx = conn
             try:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
-                    self._local.rows_changed = False
-                    yield
-                    if self._local.rows_changed:  # fold in their keyword statistics
-                        conn.execute("SELECT memchentic_flush_terms()")
+                    yield conn
             finally:
                 self._local.tx = None
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """A write transaction that excludes every other writer of this store."""
+        with self._transaction() as conn:
+            if conn is None:  # nested: join the open one
+                yield
+                return
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
+            self._local.rows_changed = False
+            yield
+            if self._local.rows_changed:  # fold in their keyword statistics
+                conn.execute("SELECT memchentic_flush_terms()")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads of this thread inside the block see one committed state (a
         ``REPEATABLE READ, READ ONLY`` transaction); writers are not held up."""
-        if getattr(self._local, "tx", None) is not None:
+        with self._transaction() as conn:
+            if conn is not None:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield
-            return
-        if self._closed:
-            raise StoreError("the store is closed")
-        with self._pool.connection() as conn:
-            self._local.tx = conn
-            try:
-                with conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield
-            finally:
-                self._local.tx = None
 
     def _rows_changed(self) -> None:
         """Note, inside a write, that memory rows (so keyword statistics) changed."""
