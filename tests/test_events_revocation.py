@@ -6,7 +6,8 @@ interval (``SERVER_EVENTS_KEY_RECHECK_SECONDS``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -33,13 +34,23 @@ def _recheck(monkeypatch: pytest.MonkeyPatch, live: Live, seconds: float) -> Non
     monkeypatch.setattr(live.mem.settings, "server_events_key_recheck_seconds", seconds)
 
 
-def _started(response: httpx.Response) -> Iterator[str]:
-    """The stream's lines, after its first message (``retry:``, sent once the stream
-    has found its starting point)."""
-    assert response.status_code == 200, response.read()
-    lines = response.iter_lines()
-    assert next(lines).startswith("retry:")
-    return lines
+def _stream(live: Live, headers: dict[str, str]) -> httpx.Client:
+    client = live.http(None, timeout=httpx.Timeout(READ_TIMEOUT, read=READ_TIMEOUT))
+    client.headers.update(headers)
+    return client
+
+
+@contextmanager
+def _started(
+    client: httpx.Client, path: str = "/v1/events", **params: str
+) -> Iterator[Iterator[str]]:
+    """The lines of an open event stream, after its first message (``retry:``, sent
+    once the stream has found its starting point)."""
+    with client.stream("GET", path, params=params) as response:
+        assert response.status_code == 200, response.read()
+        lines = response.iter_lines()
+        assert next(lines).startswith("retry:")
+        yield lines
 
 
 def _rest(lines: Iterator[str]) -> list[str]:
@@ -47,36 +58,30 @@ def _rest(lines: Iterator[str]) -> list[str]:
     return list(lines)
 
 
-def _stream(live: Live, headers: dict[str, str]) -> httpx.Client:
-    client = live.http(None, timeout=httpx.Timeout(READ_TIMEOUT, read=READ_TIMEOUT))
-    client.headers.update(headers)
-    return client
-
-
-def _new_key(live: Live, identity: str, name: str) -> tuple[KeyRing, str, str]:
-    """A new API key of ``identity``: the ring that holds it, the secret, the record id."""
+def _new_key(live: Live, identity: str, name: str) -> tuple[str, Callable[[], bool]]:
+    """A new API key of ``identity``: its secret and a function that revokes it."""
     ring = KeyRing(live.mem.store)
     key, record = ring.create(identity=identity, name=name)
-    return ring, key, record.id
+    return key, lambda: ring.revoke(record.id)
 
 
-def _bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
+def _keyed_stream(live: Live, identity: str, name: str) -> tuple[httpx.Client, Callable[[], bool]]:
+    """A streaming client holding a new key of ``identity``, and the key's revocation."""
+    key, revoke = _new_key(live, identity, name)
+    return _stream(live, {"Authorization": f"Bearer {key}"}), revoke
 
 
 def test_nothing_stored_after_a_revocation_is_streamed(live: Live, monkeypatch):
     # a re-check interval far longer than the test: only the check before each
     # delivered batch can stop the stream
     _recheck(monkeypatch, live, 3600)
-    ring, key, record_id = _new_key(live, "alice", "stream-a")
+    client, revoke = _keyed_stream(live, "alice", "stream-a")
     alice = live.mem.for_identity("alice")
-    client = _stream(live, _bearer(key))
-    with client.stream("GET", "/v1/events", params={"type": "memory.added"}) as response:
-        lines = _started(response)
+    with _started(client, type="memory.added") as lines:
         before = alice.add("Alice's locker is number 12").id
         seen = sse_messages(lines, 1)
         assert [json.loads(m["data"])["memory_id"] for m in seen] == [before]
-        assert ring.revoke(record_id)
+        assert revoke()
         after = alice.add("Alice's new locker code is 4711").id
         rest = _rest(lines)
     assert after and not any(after in line for line in rest)
@@ -86,22 +91,18 @@ def test_nothing_stored_after_a_revocation_is_streamed(live: Live, monkeypatch):
 
 def test_an_idle_stream_ends_within_the_recheck_interval(live: Live, monkeypatch):
     _recheck(monkeypatch, live, 0.05)
-    ring, key, record_id = _new_key(live, "bob", "stream-b")
-    client = _stream(live, _bearer(key))
-    with client.stream("GET", "/v1/events") as response:
-        lines = _started(response)
-        assert ring.revoke(record_id)
+    client, revoke = _keyed_stream(live, "bob", "stream-b")
+    with _started(client) as lines:
+        assert revoke()
         rest = _rest(lines)  # ends long before the 15 s keepalive or the read timeout
     assert not any(line.startswith("data:") for line in rest)
 
 
 def test_a_valid_key_keeps_its_stream(live: Live, monkeypatch):
     _recheck(monkeypatch, live, 0.05)  # re-checks many times; the key holds
-    _, key, _ = _new_key(live, "bob", "stream-c")
+    client, _ = _keyed_stream(live, "bob", "stream-c")
     bob = live.mem.for_identity("bob")
-    client = _stream(live, _bearer(key))
-    with client.stream("GET", "/v1/events", params={"type": "memory.added"}) as response:
-        lines = _started(response)
+    with _started(client, type="memory.added") as lines:
         first = bob.add("Bob's train leaves at 7:40").id
         second = bob.add("Bob's return train leaves at 18:05").id
         seen = sse_messages(lines, 2)
@@ -119,19 +120,18 @@ def _console(live: Live, secret: str) -> tuple[httpx.Client, str]:
 @pytest.mark.parametrize("how", ["sign-out", "revoke"])
 def test_the_console_stream_ends_with_its_session(live: Live, monkeypatch, how: str):
     _recheck(monkeypatch, live, 0.05)
-    ring, key, record_id = _new_key(live, "alice", f"console-{how}")
+    key, revoke = _new_key(live, "alice", f"console-{how}")
     browser, session = _console(live, key)
     alice = live.mem.for_identity("alice")
     watcher = _stream(live, {"Cookie": f"memchentic_console={session}"})
-    with watcher.stream("GET", "/console/events/stream") as response:
-        lines = _started(response)
+    with _started(watcher, "/console/events/stream") as lines:
         before = alice.add("Alice parks on level 3").id
         seen = sse_messages(lines, 1)
         assert json.loads(seen[0]["data"])["memory_id"] == before
         if how == "sign-out":
             assert browser.post("/console/logout").status_code == 303
         else:
-            assert ring.revoke(record_id)
+            assert revoke()
         after = alice.add("Alice now parks on level 5").id
         rest = _rest(lines)
     assert after and not any(after in line for line in rest)
