@@ -16,6 +16,7 @@ where the user may create schemas, with ``CREATE EXTENSION vector`` done).
 from __future__ import annotations
 
 import itertools
+import multiprocessing as mp
 import os
 import re
 import shutil
@@ -72,6 +73,20 @@ class TableEmbedder(Embedder):
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         rows = [self.table[t] if t in self.table else self._fallback.embed(t) for t in texts]
         return normalise_rows(np.vstack(rows))
+
+
+def run_spawned(
+    target: Callable[..., object], calls: Sequence[tuple[Any, ...]], timeout: float = 120
+) -> None:
+    """``target(*args)`` for each ``args`` of ``calls``, all at once, each in a spawned
+    process (nothing inherited); every one must exit cleanly within ``timeout`` seconds."""
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=target, args=args) for args in calls]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+        assert p.exitcode == 0
 
 
 # --- the PostgreSQL server ---------------------------------------------------------------

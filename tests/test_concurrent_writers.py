@@ -10,13 +10,12 @@ PostgreSQL gets 500 writes per process, SQLite a shorter run.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from memchentic import HashEmbedder, Memory
 
-from .conftest import Stores
+from .conftest import Stores, run_spawned
 
 WORKERS = 4
 WRITES = {"postgres": 500, "sqlite": 100}
@@ -76,17 +75,8 @@ def test_concurrent_writers_never_duplicate_lose_or_skip_a_version(
     writes = WRITES[backend]
     location = stores.location("race")
     Memory(store=location, embedder=HashEmbedder()).close()  # create it once
-    ctx = mp.get_context("spawn")
     logs = [tmp_path / f"w{w}.jsonl" for w in range(WORKERS)]
-    procs = [
-        ctx.Process(target=_worker, args=(location, w, writes, str(logs[w])))
-        for w in range(WORKERS)
-    ]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(600)
-        assert p.exitcode == 0
+    run_spawned(_worker, [(location, w, writes, str(logs[w])) for w in range(WORKERS)], 600)
     results = [json.loads(line) for log in logs for line in log.read_text().splitlines()]
     assert len(results) == WORKERS * writes
 

@@ -5,7 +5,6 @@ the HNSW index, plain-word keyword queries, isolated ranking, threads, rollbacks
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -23,7 +22,7 @@ from memchentic.store import open_store
 from memchentic.store.base import MemoryFilter
 from memchentic.store.migrations.postgres import MIGRATIONS
 
-from .conftest import Stores
+from .conftest import Stores, run_spawned
 
 pytestmark = pytest.mark.backends("postgres")
 
@@ -62,13 +61,7 @@ def _open(url: str) -> None:
 
 def test_processes_opening_a_new_store_at_once_migrate_it_once(stores: Stores):
     url = stores.location("race")
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_open, args=(url,)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    run_spawned(_open, [(url,)] * 4)
     with Memory(store=url, embedder="hash") as m:
         rows = _sql(m, "SELECT version FROM schema_migrations ORDER BY version")
         assert rows == [(i,) for i in range(1, len(MIGRATIONS) + 1)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import sqlite3
 import threading
 from pathlib import Path
@@ -11,6 +10,8 @@ import pytest
 
 from memchentic import HashEmbedder, Memory
 from memchentic.store.migrations.sqlite import MIGRATIONS
+
+from .conftest import run_spawned
 
 pytestmark = pytest.mark.backends("sqlite")
 
@@ -123,13 +124,7 @@ def _writer(path: str, worker: int, count: int) -> None:
 
 def test_several_processes_write_one_file_without_loss_or_duplicates(db_path: Path):
     Memory(path=db_path, embedder="hash").close()
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(str(db_path), w, 15)) for w in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    run_spawned(_writer, [(str(db_path), w, 15) for w in range(3)])
     with Memory(path=db_path, embedder="hash") as m:
         rows = m.list(limit=1000)
         contents = [r.content for r in rows]
