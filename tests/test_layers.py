@@ -7,7 +7,8 @@ under ``TYPE_CHECKING``), nothing is imported. The layers, lowest first:
     store   the backends
     domain  access, retrieval, write, graph, learning, context, events
     engine  the core and its services, Memory, the operation table, store jobs
-    faces   AsyncMemory, the HTTP clients, the server, the CLI, the package itself
+    faces   AsyncMemory, the HTTP clients, the server, the CLI, the integrations,
+            the package itself
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("store", frozenset({"store"})),
     ("domain", frozenset({"access", "context", "events", "graph", "learn", "retrieval", "write"})),
     ("engine", frozenset({"backup", "engine", "memory", "operations", "store_copy"})),
-    ("faces", frozenset({"", "aclient", "aio", "cli", "client", "server", "wire"})),
+    ("faces", frozenset({"", "aclient", "aio", "cli", "client", "integrations", "server",
+                         "wire"})),
 )  # fmt: skip
 
 
