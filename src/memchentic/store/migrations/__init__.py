@@ -11,12 +11,31 @@ instead of running their steps again or skipping the one they stood in for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from ...errors import SchemaTooNewError
 
 Step = TypeVar("Step", bound=Callable[..., None])
+
+
+#: Every backend's steps, in order (step N is version N): each backend's module
+#: defines one function of each name. A new step is a name appended here and a
+#: function of that name in each module; never edit one that has shipped.
+STEPS: tuple[str, ...] = (
+    "m001_initial",
+    "m002_directory",
+    "m003_events_and_turns",
+    "m004_keyword_index_without_pending_list",
+    "m005_negated_rows",
+    "m006_invitations",
+    "m007_session_order",
+)
+
+
+def ordered(functions: Mapping[str, Any]) -> list[Any]:
+    """A backend's steps in :data:`STEPS` order, from its module's ``globals()``."""
+    return [functions[name] for name in STEPS]
 
 
 def refuse_newer(version: int, known_version: int, where: str) -> None:

@@ -2,8 +2,9 @@
 
 Step N is the SQLite migrations' step N (a step one backend does not need is a
 no-op there, as ``m004`` is on SQLite), so a schema version means the same
-changes on both. Add a migration by appending a function ``mNNN_name(conn)`` to
-``MIGRATIONS`` and to ``sqlite.py``; never edit one that has shipped.
+changes on both. Add a migration by appending its name to ``STEPS`` (in
+``__init__``) and a function ``mNNN_name(conn)`` of that name here and in
+``sqlite.py``; never edit one that has shipped.
 
 :func:`migrate` runs under a session advisory lock keyed on the store's schema,
 so two processes opening the same store at once apply each step exactly once.
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...clock import utcnow
-from . import plan, renumber
+from . import ordered, plan, renumber
 
 #: The text search configuration of the keyword index: the English snowball
 #: stemmer without a stopword list (stopwords stay searchable, as in SQLite).
@@ -279,15 +280,7 @@ def m007_session_order(conn: Any) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Any], None]] = [
-    m001_initial,
-    m002_directory,
-    m003_events_and_turns,
-    m004_keyword_index_without_pending_list,
-    m005_negated_rows,
-    m006_invitations,
-    m007_session_order,
-]
+MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())
 
 
 def migrate(conn: Any, lock_key: int, where: str = "") -> int:

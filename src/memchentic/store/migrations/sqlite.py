@@ -1,8 +1,8 @@
 """SQLite schema migrations: ordered named functions, recorded in ``schema_migrations``.
 
-Add a migration by appending a function ``mNNN_name(conn)`` to ``MIGRATIONS``,
-with the number and name it has in ``postgres.py`` (a no-op on the backend that
-does not need it); never edit one that has shipped.
+Add a migration by appending its name to ``STEPS`` (in ``__init__``) and a
+function ``mNNN_name(conn)`` of that name here and in ``postgres.py`` (a no-op on
+the backend that does not need it); never edit one that has shipped.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ...clock import to_text, utcnow
-from . import plan, renumber
+from . import ordered, plan, renumber
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -271,15 +271,7 @@ def m007_session_order(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    m001_initial,
-    m002_directory,
-    m003_events_and_turns,
-    m004_keyword_index_without_pending_list,
-    m005_negated_rows,
-    m006_invitations,
-    m007_session_order,
-]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())
 
 
 def migrate(conn: sqlite3.Connection, where: str = "") -> int:
