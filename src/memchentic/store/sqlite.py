@@ -375,26 +375,6 @@ class SQLiteStore(
                 f"{select} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk
             ).fetchall()  # one call, not a step a row
 
-    def _by_rowids(
-        self,
-        columns: str,
-        keys: Sequence[int],
-        cond: str = "1",
-        params: Sequence[Any] = (),
-        joined: str = "",
-    ) -> Iterator[Any]:
-        """``columns`` of ``memories m`` (and ``joined``) at these rowids that pass
-        ``cond``, in chunks. ``NOT INDEXED``: the keys are looked up by rowid; left
-        alone, the planner may pick a filter column's index instead and walk every
-        row of the namespace."""
-        for start in range(0, len(keys), 4096):
-            chunk = keys[start : start + 4096]
-            yield from self.conn.execute(
-                f"SELECT {columns} FROM memories m NOT INDEXED {joined} "
-                f"WHERE m.rowid IN ({', '.join('?' * len(chunk))}) AND {cond}",
-                (*chunk, *params),
-            ).fetchall()  # one call, not a step a row
-
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         records = map(row_to_record, self._by_ids(f"SELECT {SELECT_COLUMNS} FROM memories m", ids))
         return {record.id: record for record in records}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,14 +40,25 @@ class SQLiteSearch(SQLiteIsolated):
 
         def write(self) -> AbstractContextManager[None]: ...
 
-        def _by_rowids(
-            self,
-            columns: str,
-            keys: Sequence[int],
-            cond: str = "1",
-            params: Sequence[Any] = (),
-            joined: str = "",
-        ) -> Any: ...
+    def _by_rowids(
+        self,
+        columns: str,
+        keys: Sequence[int],
+        cond: str = "1",
+        params: Sequence[Any] = (),
+        joined: str = "",
+    ) -> Iterator[Any]:
+        """``columns`` of ``memories m`` (and ``joined``) at these rowids that pass
+        ``cond``, in chunks. ``NOT INDEXED``: the keys are looked up by rowid; left
+        alone, the planner may pick a filter column's index instead and walk every
+        row of the namespace."""
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            yield from self.conn.execute(
+                f"SELECT {columns} FROM memories m NOT INDEXED {joined} "
+                f"WHERE m.rowid IN ({', '.join('?' * len(chunk))}) AND {cond}",
+                (*chunk, *params),
+            ).fetchall()  # one call, not a step a row
 
     # --- vectors --------------------------------------------------------------------
     def _sync_index(self) -> VectorIndex | None:
