@@ -356,3 +356,17 @@ def test_langmem_tools_on_the_store(store: MemchenticStore) -> None:
         return json.loads(await search.ainvoke({"query": "green tea"}))
 
     assert asyncio.run(arun())[0]["value"] == {"content": "User drinks green tea"}
+
+
+@pytest.mark.slow
+def test_a_paraphrase_finds_the_item_with_the_local_model(local_mem: Memory) -> None:
+    """With MiniLM a question finds the item that answers it in other words, as a
+    LangMem agent's search tool asks (the default index: the value's JSON)."""
+    store = MemchenticStore(local_mem, user_id="ana")
+    ns = ("memories", "ana")
+    store.put(ns, "m1", {"content": "Ana relocated to Porto last spring"})
+    store.put(ns, "m2", {"content": "Ana's favourite drink is green tea"})
+    store.put(ns, "m3", {"content": "Ana is learning to play the cello"})
+    assert store.search(ns, query="Which city does she live in?")[0].key == "m1"
+    assert store.search(ns, query="What does she like to drink?")[0].key == "m2"
+    assert store.search(ns, query="musical instrument")[0].key == "m3"
