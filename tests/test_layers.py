@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("store", frozenset({"store"})),
     ("domain", frozenset({"access", "context", "events", "graph", "learn", "retrieval", "write"})),
     ("engine", frozenset({"backup", "engine", "memory", "operations", "store_copy"})),
-    ("faces", frozenset({"", "aclient", "aio", "cli", "client", "integrations", "server",
+    ("faces", frozenset({"", "aclient", "aio", "cli", "client", "integrations", "mem0", "server",
                          "wire"})),
 )  # fmt: skip
 

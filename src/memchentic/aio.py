@@ -96,6 +96,10 @@ class AsyncMemory:
 
     aforget = adelete
 
+    @_offloaded(Memory.delete_all)
+    async def adelete_all(self, **scope: Any) -> int:
+        return await self._run(self.sync.delete_all, **scope)
+
     @_offloaded(Memory.pin)
     async def apin(self, memory_id: str) -> WriteResult:
         return await self._run(self.sync.pin, memory_id)
@@ -225,6 +229,10 @@ class AsyncMemory:
     @_offloaded(Memory.import_)
     async def aimport_(self, source: Any, **options: Any) -> ImportReport:
         return await self._run(self.sync.import_, source, **options)
+
+    @_offloaded(Memory.reset)
+    async def areset(self) -> int:
+        return await self._run(self.sync.reset)
 
     @_offloaded(Memory.reindex)
     async def areindex(self, **options: Any) -> int:

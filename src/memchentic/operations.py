@@ -72,6 +72,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "delete",
         aliases=("forget",),
     ),  # fmt: skip
+    Operation("delete_all", "writes", int, "POST /memories/delete_all"),
     Operation("pin", "writes", WriteResult, "POST /memories/{memory_id}/pin", cli="pin"),
     Operation("unpin", "writes", WriteResult, "POST /memories/{memory_id}/unpin", cli="unpin"),
     Operation("manage", "learning", list[WriteResult], "POST /manage"),
@@ -134,6 +135,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("export", "upkeep", int, "GET /export", cli="export"),
     Operation("import_", "upkeep", ImportReport, cli="import", local_only=_FILES),
     Operation("reindex", "upkeep", int, cli="reindex", local_only=_WHOLE_STORE),
+    Operation("reset", "upkeep", int, "POST /reset"),
     # --- events
     Operation("events", "events", list[Event], "GET /events/log"),
     Operation("subscribe", "events", str, local_only=_CALLBACK),

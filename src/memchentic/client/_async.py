@@ -95,6 +95,19 @@ class AsyncClient(BaseClient):
 
     forget = delete
 
+    async def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Forget every memory of exactly one scope (:meth:`Memory.delete_all`)."""
+        call = core.delete_all(user_id=user_id, agent_id=agent_id, session_id=session_id,
+                               namespace=namespace)  # fmt: skip
+        return await self._send(call)
+
     async def pin(self, memory_id: str) -> WriteResult:
         return await self._send(core.pin(memory_id))
 
@@ -216,6 +229,10 @@ class AsyncClient(BaseClient):
 
     async def gc(self, *, dry_run: bool = False) -> dict[str, Any]:
         return await self._send(core.gc(dry_run=dry_run))
+
+    async def reset(self) -> int:
+        """Empty the store of memories (an admin key: :meth:`Memory.reset`)."""
+        return await self._send(core.reset())
 
     async def maintain(self, *, dry_run: bool = False) -> MaintenanceReport:
         return await self._send(core.maintain(dry_run=dry_run))

@@ -163,6 +163,15 @@ def delete(memory_id: str) -> Call[WriteResult]:
     return Call("DELETE", f"/v1/memories/{_seg(memory_id)}", wire.write_result)
 
 
+def delete_all(**scope: str | None) -> Call[int]:
+    body = {k: v for k, v in scope.items() if v is not None}
+    return Call("POST", "/v1/memories/delete_all", _count, body=body)
+
+
+def _count(data: Any) -> int:
+    return int(data["deleted"])
+
+
 def pin(memory_id: str) -> Call[WriteResult]:
     return Call("POST", f"/v1/memories/{_seg(memory_id)}/pin", wire.write_result)
 
@@ -196,6 +205,8 @@ def list_memories(
     tags: Sequence[str] | None = None, **filters: Any,
 ) -> Call[builtins.list[MemoryRecord]]:  # fmt: skip
     """``list`` (named so here to leave the builtin alone)."""
+    if filters.get("filters") is not None:  # a query string holds it as JSON
+        filters["filters"] = json.dumps(filters["filters"], default=_encode)
     params = {**filters, "type": _listed(type), "tag": tags}
     return Call("GET", "/v1/memories", _each(wire.record), params=params)
 
@@ -308,6 +319,10 @@ def stats(**options: Any) -> Call[dict[str, Any]]:
 
 def gc(*, dry_run: bool = False) -> Call[dict[str, Any]]:
     return Call("POST", "/v1/gc", body={"dry_run": dry_run})
+
+
+def reset() -> Call[int]:
+    return Call("POST", "/v1/reset", _count)
 
 
 def maintain(*, dry_run: bool = False) -> Call[MaintenanceReport]:

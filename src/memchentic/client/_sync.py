@@ -91,6 +91,19 @@ class Client(BaseClient):
 
     forget = delete
 
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Forget every memory of exactly one scope (:meth:`Memory.delete_all`)."""
+        call = core.delete_all(user_id=user_id, agent_id=agent_id, session_id=session_id,
+                               namespace=namespace)  # fmt: skip
+        return self._send(call)
+
     def pin(self, memory_id: str) -> WriteResult:
         return self._send(core.pin(memory_id))
 
@@ -211,6 +224,10 @@ class Client(BaseClient):
 
     def gc(self, *, dry_run: bool = False) -> dict[str, Any]:
         return self._send(core.gc(dry_run=dry_run))
+
+    def reset(self) -> int:
+        """Empty the store of memories (an admin key: :meth:`Memory.reset`)."""
+        return self._send(core.reset())
 
     def maintain(self, *, dry_run: bool = False) -> MaintenanceReport:
         return self._send(core.maintain(dry_run=dry_run))

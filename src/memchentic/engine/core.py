@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import builtins
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -23,6 +23,7 @@ from typing import Any, Self
 from .. import validation as check
 from ..access import TRUSTED, AccessPolicy, Principal, read_scope, scope_namespace
 from ..access.directory import Directory
+from ..access.namespaces import check_identifier
 from ..clock import as_utc, utcnow
 from ..embed import Embedder, get_embedder
 from ..errors import (
@@ -35,6 +36,7 @@ from ..errors import (
 from ..events import EventBus
 from ..graph.entities import EntityExtractor, RuleEntities
 from ..lifetime import renewed_expiry, should_count_recall
+from ..metadata_filter import parse as parse_filters
 from ..record import Event, MemoryRecord, WriteResult
 from ..retrieval import pipeline
 from ..settings import Settings, load_settings
@@ -177,13 +179,23 @@ class Core:
         agent_id: str | None,
         namespace: str | None,
         now: datetime,
+        filters: Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> MemoryFilter:
-        requested = read_scope(namespace=namespace, user_id=user_id, agent_id=agent_id)
+        """What a read made with this scope may see. ``agent_id`` alone: that agent's
+        memories in every namespace the caller may read (its own namespace, and the
+        memories it wrote for users); with ``user_id``: that agent's memories and
+        the user's shared ones. ``filters``: on metadata (:mod:`memchentic.metadata_filter`)."""
+        if agent_id is not None and user_id is None and namespace is None:
+            requested = None
+            fields["by_agent"] = check_identifier("agent_id", agent_id)
+        else:
+            requested = read_scope(namespace=namespace, user_id=user_id, agent_id=agent_id)
         namespaces = self.access.readable(self.principal, requested)
         if user_id is not None and agent_id is not None and namespace is None:
             fields["agent_id"] = agent_id  # that agent's memories and the user's shared ones
         fields.setdefault("isolated", not self.principal.trusted)
+        fields["metadata"] = parse_filters(filters)
         return MemoryFilter(namespaces=namespaces, now=now, **fields)
 
     def _visible(self, memory_id: str) -> MemoryRecord:

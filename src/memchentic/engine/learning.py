@@ -52,12 +52,14 @@ class Learning(Writes):
         session_id: str | None = None,
         namespace: str | None = None,
         extractor: Extractor | None = None,
+        metadata: Mapping[str, Any] | None = None,
         now: datetime | str | None = None,
     ) -> builtins.list[WriteResult]:
         """Extract memories from a conversation and write each one through the normal
         write path (slots, duplicates, contradictions, secrets); returns the write
         results in order. ``messages``: strings (user messages), ``{"role", "content"}``
-        mappings or turns (``get_history()``).
+        mappings or turns (``get_history()``). ``metadata``: added to every memory
+        found (beside ``source`` and ``extractor``, which it cannot replace).
 
         Limits (each a :class:`~memchentic.errors.LimitError` naming the setting, before
         anything is written): ``LEARN_MAX_LINES`` and ``LEARN_MAX_CHARS`` of all the
@@ -86,7 +88,11 @@ class Learning(Writes):
         scope = {"user_id": user_id, "agent_id": agent_id, "session_id": session_id,
                  "namespace": namespace, "now": now}  # fmt: skip
         common = {k: v for k, v in scope.items() if v is not None}
-        results = self.add_many([item.to_options(name) for item in found], **common)
+        extra = check.metadata(metadata, s) if metadata is not None else {}
+        items = [item.to_options(name) for item in found]
+        for options in items:
+            options["metadata"] = {**extra, **options["metadata"]}
+        results = self.add_many(items, **common)
         actor = self.access.actor(self.principal)
         fallback = self._write_namespace(namespace, user_id, agent_id)
         for result in results:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from .. import validation as check
 from ..clock import as_utc
@@ -58,12 +59,13 @@ class Reads(Core):
         offset: int = 0,
         newest_first: bool = True,
         as_of: datetime | str | None = None,
+        filters: Mapping[str, Any] | None = None,
         now: datetime | str | None = None,
     ) -> builtins.list[MemoryRecord]:
         """Memories in scope, newest first (expired and superseded ones only on request).
         ``limit``: 100 by default, at most ``LIST_MAX_LIMIT`` (page on with ``offset``).
         ``as_of``: only memories that held then (``valid_from <= as_of < valid_to``), as
-        in :meth:`search`."""
+        in :meth:`search`. ``filters``: on metadata, as in :meth:`search`."""
         if limit is None:
             limit = min(100, self.settings.list_max_limit)
         limit = check.page_limit(limit, self.settings)
@@ -74,7 +76,7 @@ class Reads(Core):
             types=_types(type), kinds=[check.kind(kind)] if kind else None,
             tags=check.tags(tags, self.settings) or None,
             include_expired=include_expired, include_superseded=include_superseded,
-            as_of=as_utc(as_of, "as_of"),
+            as_of=as_utc(as_of, "as_of"), filters=filters,
         )  # fmt: skip
         return self.store.list_memories(flt, limit=limit, offset=offset, newest_first=newest_first)
 
@@ -99,9 +101,17 @@ class Reads(Core):
         include_trace: bool = False,
         intent: str | None = None,
         tier: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
     ) -> builtins.list[SearchHit]:
-        """The memories that best answer ``query``, best first (DESIGN section 3)."""
+        """The memories that best answer ``query``, best first (DESIGN section 3).
+
+        ``filters``: only memories whose metadata passes them (equality, ``in``,
+        ``ne``, ranges on numbers and dates, ``contains``, ``AND``/``OR``/``NOT``: see
+        :mod:`memchentic.metadata_filter`). ``threshold``: only hits whose meaning is at
+        least this close to the query (cosine, 0..1), after ranking."""
         text = check.query(query, self.settings)
+        floor = None if threshold is None else check.unit_interval(threshold, "threshold")
         count = check.limit(limit, self.settings)
         chosen = get_profile(profile or self.settings.search_profile)
         read_intent = resolve_intent(intent, tier)
@@ -112,7 +122,7 @@ class Reads(Core):
             tags=check.tags(tags, self.settings) or None,
             path_hint=check.optional_text(path_hint, "path_hint"),
             repo=check.optional_text(repo, "repo"), include_expired=include_expired,
-            include_superseded=True, as_of=as_utc(as_of, "as_of"),
+            include_superseded=True, as_of=as_utc(as_of, "as_of"), filters=filters,
         )  # fmt: skip
         if flt.namespaces == []:
             return []
@@ -126,6 +136,8 @@ class Reads(Core):
             flt.path_hint,
         )
         ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
+        if floor is not None:
+            ranked = [c for c in ranked if c.cosine >= floor]
         if not include_superseded:  # a superseded hit stands for the tip of its chain
             shown = replace(flt, include_superseded=False)
             ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown, when)

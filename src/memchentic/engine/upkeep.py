@@ -64,6 +64,24 @@ class Upkeep(GraphOps, Sessions):
     def import_(self, source: Any, **kwargs: Any) -> ImportReport:
         return import_jsonl(self, source, **kwargs)
 
+    def reset(self) -> int:
+        """Empty the store of memories: every memory with its vector, edges, entities
+        and history (tombstones too) goes; identities, groups, grants, keys, session
+        turns and the event log stay. Trusted local principal only; returns how many
+        memories were removed. (One scope: :meth:`delete_all`.)"""
+        if not self.principal.trusted:
+            raise ValidationError("principal", "only the trusted local principal can reset")
+        everything = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
+        gone: list[tuple[str, str, str, dict[str, object]]] = []
+        with self.store.write():
+            for record in list(self.store.iter_memories(everything)):
+                self.store.delete(record.id)
+                gone.append(("memory.deleted", record.namespace, record.id, {"reset": True}))
+            for memory_id in {v.memory_id for v in self.store.iter_versions()}:
+                self.store.purge_versions(memory_id)
+        self.bus.emit_many(self.access.actor(self.principal), gone)
+        return len(gone)
+
     def reindex(self, **kwargs: Any) -> int:
         """Re-embed every memory of the store (trusted local principal only)."""
         if not self.principal.trusted:

@@ -14,10 +14,11 @@ import numpy as np
 from .. import validation as check
 from ..access.policy import CHARTER_TYPE
 from ..clock import as_utc, utcnow
-from ..errors import NamespaceError, ValidationError
+from ..errors import NamespaceError, NotFoundError, ValidationError
 from ..ids import new_id
 from ..lifetime import initial_expiry
 from ..record import MemoryRecord, WriteResult, normalise_type
+from ..store.filters import by_agent
 from ..write.resolve import WriteContext, diff, record_version, resolve_many
 from ..write.secrets import RECORD_FIELDS, effective_policy, police_record
 from ..write.statements import memory_embedding_text
@@ -323,6 +324,47 @@ class Writes(Core):
         return WriteResult("deleted", memory_id, [memory_id])
 
     forget = delete
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Forget every memory of one scope, and nothing outside it; returns how many.
+
+        At least one of ``user_id`` (that user's namespace), ``agent_id`` (that
+        agent's memories: its namespace, or written by it), ``session_id`` or
+        ``namespace`` is required; given together, a memory must match all. Only
+        memories the caller may delete go; each is deleted as :meth:`delete` does
+        (a tombstone version, a ``memory.deleted`` event). Emptying the whole store
+        is :meth:`reset`, for the trusted local principal only."""
+        if user_id is None and agent_id is None and session_id is None and namespace is None:
+            raise ValidationError(
+                "scope", "delete_all needs user_id, agent_id, session_id or namespace"
+            )
+        sid = check.optional_text(session_id, "session_id", 256)
+        flt = self._read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=utcnow(),
+            include_expired=True, include_superseded=True,
+        )  # fmt: skip
+        if flt.namespaces == []:
+            return 0
+        doomed = [
+            r.id for r in self.store.iter_memories(flt)
+            if (sid is None or r.session_id == sid)
+            and (agent_id is None or by_agent(r, agent_id))
+            and self.access.can_write(self.principal, r.namespace, r.type)
+        ]  # fmt: skip
+        deleted = 0
+        for memory_id in doomed:
+            try:
+                deleted += self.delete(memory_id).status == "deleted"
+            except NotFoundError:  # deleted meanwhile
+                continue
+        return deleted
 
     def pin(self, memory_id: str) -> WriteResult:
         """Pin a memory: it goes in the stable part of every context that can see it."""

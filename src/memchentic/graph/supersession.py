@@ -15,8 +15,10 @@ from datetime import datetime
 from typing import TypeVar
 
 from ..errors import ValidationError
+from ..metadata_filter import matches
 from ..record import MemoryRecord
 from ..store.base import MemoryFilter, Store
+from ..store.filters import by_agent
 
 #: Longest chain a read follows (a guard: chains are acyclic by construction).
 MAX_HOPS = 64
@@ -64,6 +66,10 @@ def passes(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
     if flt.kinds and record.kind not in flt.kinds:
         return False
     if flt.tags and not set(flt.tags) <= set(record.tags):
+        return False
+    if flt.by_agent is not None and not by_agent(record, flt.by_agent):
+        return False
+    if flt.metadata is not None and not matches(flt.metadata, record.metadata):
         return False
     return flt.as_of is None or record.held_at(flt.as_of)
 

@@ -22,6 +22,7 @@ from ..identity import Invitation
 from .deps import AdminDep, CallerDep
 from .errors import admin_required
 from .schemas import (
+    CountOut,
     DeletedOut,
     GrantRequest,
     IdentityRequest,
@@ -153,6 +154,13 @@ def gc(body: MaintenanceRequest, who: CallerDep) -> dict[str, Any]:
     """Delete long-expired and decayed memories the caller may change (everything
     with an admin key); ``dry_run`` reports without deleting."""
     return who.mem.gc(dry_run=body.dry_run)
+
+
+@router.post("/reset", response_model=CountOut, summary="Empty the store (admin)")
+def reset(who: AdminDep) -> dict[str, Any]:
+    """Remove every memory with its edges and history; identities, keys, turns and the
+    event log stay. An admin key only (any other key: 403)."""
+    return {"deleted": who.mem.reset()}
 
 
 @router.post("/maintain", summary="Periodic upkeep")

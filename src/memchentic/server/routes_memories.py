@@ -14,6 +14,8 @@ from .schemas import (
     AddRequest,
     AskRequest,
     ConsolidateRequest,
+    CountOut,
+    DeleteAllRequest,
     DeletedOut,
     EdgeOut,
     HitOut,
@@ -26,6 +28,7 @@ from .schemas import (
     VersionOut,
     WriteOut,
     answer_out,
+    json_filters,
     memory_out,
     options,
     write_out,
@@ -67,14 +70,18 @@ def list_memories(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     newest_first: bool = True,
     as_of: Annotated[str | None, Query(max_length=64, description="ISO 8601 date or time")] = None,
+    filters: Annotated[
+        str | None, Query(max_length=16_384, description="a metadata filter, as JSON")
+    ] = None,
 ) -> list[dict[str, Any]]:
     """Memories in scope, newest first; filter by namespace, type (repeatable), kind
-    and tag (repeatable), and by ``as_of`` (those that held then). Expired and
-    superseded ones only on request."""
+    and tag (repeatable), by ``as_of`` (those that held then) and by metadata
+    (``filters``, JSON). Expired and superseded ones only on request."""
     found = who.mem.list(
         user_id=user_id, agent_id=agent_id, namespace=namespace, type=type, kind=kind,
         tags=tag, include_expired=include_expired, include_superseded=include_superseded,
         limit=limit, offset=offset, newest_first=newest_first, as_of=as_of,
+        filters=json_filters(filters),
     )  # fmt: skip
     return [memory_out(r) for r in found]
 
@@ -103,6 +110,13 @@ def improve(memory_id: Id, body: ImproveRequest, who: CallerDep) -> dict[str, An
 def delete(memory_id: Id, who: CallerDep) -> dict[str, Any]:
     """Forget a memory completely (its history keeps a tombstone)."""
     return write_out(who.mem.delete(memory_id))
+
+
+@router.post("/memories/delete_all", response_model=CountOut, summary="Forget one scope")
+def delete_all(body: DeleteAllRequest, who: CallerDep) -> dict[str, Any]:
+    """Forget every memory of exactly this scope that the caller may change (at least
+    one of ``user_id``, ``agent_id``, ``session_id``, ``namespace``); how many went."""
+    return {"deleted": who.mem.delete_all(**options(body))}
 
 
 @router.get("/memories/{memory_id}/history", response_model=list[VersionOut], summary="Versions")

@@ -5,10 +5,12 @@ ISO 8601 text, UTC when no offset is given."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import ValidationError
 from ..record import MemoryRecord, WriteResult
 from ..reports import Answer
 
@@ -114,6 +116,9 @@ class SearchRequest(Scope):
     as_of: Time | None = None
     include_trace: bool = False
     intent: Literal["preview", "default", "full"] | None = None
+    #: On metadata (``memchentic.metadata_filter``): checked by the library.
+    filters: dict[str, Any] | None = None
+    threshold: Unit | None = None
 
 
 class RecallRequest(Scope):
@@ -172,6 +177,17 @@ class SummarizeRequest(Scope):
 class LearnRequest(Scope):
     messages: str | list[str | dict[str, Any]]
     session_id: Text | None = None
+    metadata: Metadata | None = None
+
+
+class DeleteAllRequest(Scope):
+    """One scope (at least one field); ``delete_all`` never deletes everything."""
+
+    session_id: Text | None = None
+
+
+class CountOut(BaseModel):
+    deleted: int
 
 
 class ManageRequest(Scope):
@@ -357,3 +373,16 @@ def options(model: BaseModel, *, keep_nulls: bool = False) -> dict[str, Any]:
     if keep_nulls:
         return model.model_dump(exclude_unset=True)
     return model.model_dump(exclude_none=True)
+
+
+def json_filters(text: str | None) -> dict[str, Any] | None:
+    """A metadata filter given as JSON in a query string; bad JSON names ``filters``."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValidationError("filters", "must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValidationError("filters", "must be a JSON object")
+    return value

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ..metadata_filter import Condition
 from ..record import Edge, MemoryRecord, Version
-from .filters import AllTags, AnyOf, MemoryFilter, clauses
+from .filters import AllTags, AnyOf, MemoryFilter, Meta, clauses
+from .metadata_sql import render
 
 
 class Dialect(ABC):
@@ -73,6 +75,10 @@ class Dialect(ABC):
     def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
         """The memory ``alias`` carries every one of ``tags``, as shared SQL."""
 
+    @abstractmethod
+    def metadata_condition(self, alias: str, cond: Condition) -> tuple[str, list[Any]]:
+        """One condition of a metadata filter on ``alias``, as shared SQL."""
+
     def where(self, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
         """The SQL condition and parameters for a filter (always a valid expression),
         in this engine's SQL."""
@@ -91,6 +97,8 @@ class Dialect(ABC):
                 text, values = self.any_of(f"{alias}.{clause.column}", clause.values, clause.negate)
             elif isinstance(clause, AllTags):
                 text, values = self.all_tags(alias, clause.tags)
+            elif isinstance(clause, Meta):
+                text, values = render(clause.node, alias, self.metadata_condition)
             else:
                 text, values = clause.text.format(a=alias), [self.value(v) for v in clause.params]
             parts.append(text)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ..metadata_filter import Node as MetaNode
+from ..record import MemoryRecord
 from ..text import folder
 
 
@@ -41,6 +43,10 @@ class MemoryFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     exclude_ids: Sequence[str] = field(default_factory=tuple)
+    #: That agent's memories only: written by it (``agent_id``) or in its namespace.
+    by_agent: str | None = None
+    #: A checked filter on metadata (:func:`memchentic.metadata_filter.parse`).
+    metadata: MetaNode | None = None
     #: Rank with statistics of the visible rows only (untrusted callers): keyword
     #: scores and order must not depend on rows the caller cannot see.
     isolated: bool = False
@@ -62,6 +68,8 @@ class MemoryFilter:
             and self.created_after is None
             and self.created_before is None
             and not self.exclude_ids
+            and self.by_agent is None
+            and self.metadata is None
         )
 
 
@@ -86,7 +94,14 @@ class AllTags(NamedTuple):
     tags: tuple[str, ...]
 
 
-Clause = Sql | AnyOf | AllTags
+class Meta(NamedTuple):
+    """The memory's metadata passes a checked filter (each engine spells it:
+    :mod:`.metadata_sql`)."""
+
+    node: MetaNode
+
+
+Clause = Sql | AnyOf | AllTags | Meta
 
 #: The path filter (``signals.paths_match``): a memory applies when its path hint
 #: is empty or lies on the same path, by whole segments: equal, its hint a folder
@@ -155,4 +170,14 @@ def clauses(flt: MemoryFilter) -> list[Clause] | None:
         out.append(Sql("{a}.created_at < ?", (flt.created_before,)))
     if flt.exclude_ids:
         out.append(AnyOf("id", tuple(flt.exclude_ids), negate=True))
+    if flt.by_agent is not None:
+        agent = flt.by_agent
+        out.append(Sql("({a}.agent_id = ? OR {a}.namespace = ?)", (agent, f"agent:{agent}")))
+    if flt.metadata is not None:
+        out.append(Meta(flt.metadata))
     return out
+
+
+def by_agent(record: MemoryRecord, agent: str) -> bool:
+    """Whether ``record`` is that agent's (the meaning of ``MemoryFilter.by_agent``)."""
+    return record.agent_id == agent or record.namespace == f"agent:{agent}"

@@ -15,8 +15,10 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ..errors import ValidationError
+from ..metadata_filter import Condition
 from ..record import Edge, MemoryRecord, Version
 from .dialect import Dialect
+from .metadata_sql import postgres_condition
 from .tables import COLUMNS as COLUMNS  # re-exported: the rows of this backend
 from .tables import EDGE_COLUMNS as EDGE_COLUMNS
 from .tables import SELECT_COLUMNS as SELECT_COLUMNS
@@ -132,6 +134,9 @@ class PostgresDialect(Dialect):
         self, column: str, values: Sequence[Any], negate: bool = False
     ) -> tuple[str, list[Any]]:
         return (f"NOT ({column} = ANY(?))" if negate else f"{column} = ANY(?)"), [list(values)]
+
+    def metadata_condition(self, alias: str, cond: Condition) -> tuple[str, list[Any]]:
+        return postgres_condition(alias, cond)
 
     def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
         return f"{alias}.tags @> ?", [Jsonb(list(dict.fromkeys(tags)))]

@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..clock import from_text, to_text
+from ..metadata_filter import Condition
 from ..record import Edge, MemoryRecord, Version
 from .base import RankRow
 from .dialect import Dialect
+from .metadata_sql import sqlite_condition
 from .tables import COLUMNS as COLUMNS  # re-exported: the rows of this backend
 from .tables import SELECT_COLUMNS as SELECT_COLUMNS
 
@@ -162,6 +164,9 @@ class SQLiteDialect(Dialect):
     ) -> tuple[str, list[Any]]:
         marks = ", ".join("?" * len(values))
         return f"{column} {'NOT IN' if negate else 'IN'} ({marks})", list(values)
+
+    def metadata_condition(self, alias: str, cond: Condition) -> tuple[str, list[Any]]:
+        return sqlite_condition(alias, cond)
 
     def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
         one = f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value = ?)"

@@ -1,0 +1,196 @@
+"""Metadata filters on search and list, ``agent_id`` alone, ``threshold``, ``delete_all``
+and ``reset`` (issue 24, items 1-3), on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memchentic import Memory
+from memchentic.errors import NotFoundError, ValidationError
+from memchentic.metadata_filter import matches, parse
+
+DOCS: list[dict[str, Any]] = [
+    {"category": "travel", "rating": 5, "labels": ["urgent", "home"], "when": "2024-07-02"},
+    {"category": "travel", "rating": 2.5, "labels": ["work"], "when": "2024-05-30"},
+    {"category": "food", "rating": 4, "flag": True, "owner": {"team": "ops"}},
+    {"category": "food", "rating": "4", "flag": 1, "owner": {"team": "dev"}},
+    {"category": "music", "labels": [], "empty": None},
+    {},
+]
+FILTERS: list[dict[str, Any]] = [
+    {"category": "travel"},
+    {"rating": 4},
+    {"rating": {"gte": 3}},
+    {"rating": {"gt": 2, "lt": 5}},
+    {"rating": {"lte": "4"}},
+    {"category": {"in": ["food", "music"]}},
+    {"category": {"nin": ["food", "music"]}},
+    {"category": {"ne": "travel"}},
+    {"labels": {"contains": "urgent"}},
+    {"flag": True},
+    {"flag": 1},
+    {"owner.team": "ops"},
+    {"owner": {"exists": True}},
+    {"labels": {"exists": False}},
+    {"empty": None},
+    {"when": {"gte": "2024-06-01"}},
+    {"OR": [{"category": "music"}, {"rating": {"lt": 3}}]},
+    {"AND": [{"category": "food"}, {"NOT": {"flag": True}}]},
+    {"NOT": {"category": {"in": ["travel", "food"]}}},
+    {"category": "travel", "labels": {"contains": "work"}},
+]
+
+
+@pytest.fixture
+def filled(mem: Memory) -> tuple[Memory, dict[str, dict[str, Any]]]:
+    by_id = {}
+    for i, doc in enumerate(DOCS):
+        result = mem.add(f"note number {i} about the shared topic", metadata=doc, user_id="sam")
+        by_id[result.id] = doc
+    return mem, by_id
+
+
+@pytest.mark.parametrize("filters", FILTERS, ids=[str(f) for f in FILTERS])
+def test_list_and_search_filter_as_the_reference_says(filled: Any, filters: dict) -> None:
+    """Both backends' SQL agree with ``matches``, the filter's reference meaning."""
+    mem, by_id = filled
+    expected = {i for i, doc in by_id.items() if matches(parse(filters), doc)}
+    listed = {r.id for r in mem.list(user_id="sam", filters=filters)}
+    assert listed == expected
+    found = {h.id for h in mem.search("shared topic note", user_id="sam", filters=filters)}
+    assert found == expected
+
+
+def test_a_bad_filter_is_an_error_naming_it_and_changes_nothing(filled: Any) -> None:
+    mem, by_id = filled
+    with pytest.raises(ValidationError) as raised:
+        mem.search("topic", user_id="sam", filters={"rating": {"between": [1, 3]}})
+    assert raised.value.field == "filters.rating.between"
+    with pytest.raises(ValidationError):
+        mem.list(user_id="sam", filters={"category": {"in": []}})
+    assert len(mem.list(user_id="sam")) == len(by_id)
+
+
+def test_threshold_keeps_only_close_meanings(mem: Memory) -> None:
+    for text in ("the deploy key rotates every ninety days",
+                 "the deploy key is kept in the vault",
+                 "deploy on fridays only after review"):  # fmt: skip
+        mem.add(text, user_id="sam")
+    query = "the deploy key rotates every ninety days"
+    traced = mem.search(query, user_id="sam", include_trace=True)
+    cosines = {h.id: (h.trace or {})["cosine"] for h in traced}
+    assert len(set(cosines.values())) > 1
+    cut = sorted(cosines.values())[-2] + 1e-6  # between the two closest
+    close = mem.search(query, user_id="sam", threshold=cut)
+    assert [h.id for h in close] == [i for i, c in cosines.items() if c >= cut]
+    assert [h.memory.content for h in close] == [query]
+    with pytest.raises(ValidationError) as raised:
+        mem.search("deploy", user_id="sam", threshold=1.5)
+    assert raised.value.field == "threshold"
+
+
+def test_agent_id_alone_finds_that_agents_memories_across_users(mem: Memory) -> None:
+    a = mem.add("Alice prefers window seats", user_id="alice", agent_id="travel-bot").id
+    b = mem.add("Bob flies economy", user_id="bob", agent_id="travel-bot").id
+    own = mem.add("Fares drop on Tuesdays", agent_id="travel-bot").id
+    mem.add("Alice likes jazz", user_id="alice", agent_id="music-bot")
+    mem.add("Bob has a cat", user_id="bob")
+    assert {r.id for r in mem.list(agent_id="travel-bot")} == {a, b, own}
+    hits = mem.search("seats flights fares", agent_id="travel-bot")
+    assert {h.id for h in hits} == {a, b, own}
+    # with a user: that agent's memories of the user and the user's shared ones
+    assert a in {r.id for r in mem.list(user_id="alice", agent_id="travel-bot")}
+
+
+def test_agent_id_alone_stays_inside_what_the_caller_may_read(mem: Memory) -> None:
+    alice = mem.as_identity("alice")
+    mem.as_identity("bob")
+    own = alice.access.default_namespace(alice.principal)
+    mine = alice.add("I like aisle seats", namespace=own, agent_id="travel-bot").id
+    mem.add("Bob flies economy", user_id="bob", agent_id="travel-bot")
+    assert {r.id for r in alice.list(agent_id="travel-bot")} == {mine}
+    assert {h.id for h in alice.search("seats economy", agent_id="travel-bot")} == {mine}
+
+
+def test_delete_all_deletes_its_scope_and_nothing_more(mem: Memory) -> None:
+    mine = [mem.add(f"alice fact {i}", user_id="alice").id for i in range(3)]
+    run = mem.add("alice in run 7", user_id="alice", session_id="run-7").id
+    bobs = [mem.add(f"bob fact {i}", user_id="bob").id for i in range(2)]
+    seen: list[str] = []
+    mem.subscribe(lambda e: seen.append(e.memory_id or ""), ["memory.deleted"])
+    assert mem.delete_all(user_id="alice", session_id="run-7") == 1
+    assert mem.delete_all(user_id="alice") == 3
+    assert sorted(seen) == sorted([run, *mine])  # each as delete() announces it
+    assert {r.id for r in mem.list(user_id="bob")} == set(bobs)
+    assert mem.list(user_id="alice") == []
+    with pytest.raises(ValidationError) as raised:
+        mem.delete_all()
+    assert raised.value.field == "scope"
+    assert {r.id for r in mem.list(user_id="bob")} == set(bobs)
+
+
+def test_delete_all_never_reaches_what_the_caller_may_not_change(mem: Memory) -> None:
+    mallory = mem.as_identity("mallory")
+    bob = mem.as_identity("bob")
+    kept = bob.add("bob's private note").id
+    assert mallory.delete_all(user_id="bob") == 0
+    assert mallory.delete_all(namespace="user:bob") == 0
+    assert bob.get(kept).id == kept
+
+
+def test_reset_empties_memories_for_the_trusted_principal_only(mem: Memory) -> None:
+    alice = mem.as_identity("alice")
+    first = alice.add("alice's note").id
+    mem.add("a shared fact", user_id="sam")
+    mem.delete(mem.add("gone already", user_id="sam").id)
+    with pytest.raises(ValidationError) as raised:
+        alice.reset()
+    assert raised.value.field == "principal"
+    assert alice.get(first).id == first
+    assert mem.reset() == 2
+    assert mem.list(include_expired=True, include_superseded=True) == []
+    with pytest.raises(NotFoundError):
+        mem.history(first)
+    assert mem.directory.identities()  # identities stay
+
+
+def test_the_http_clients_filter_delete_a_scope_and_reset(tmp_path: Any) -> None:
+    """The same operations over HTTP, as each key's identity: filters on list and
+    search, delete_all within what the key may change, reset for an admin key only."""
+    pytest.importorskip("fastapi")
+    from memchentic import Client, ServerError
+    from memchentic.mem0 import MemoryClient
+
+    from .live_server import live_server
+
+    with live_server(tmp_path, mcp=False, console=False) as live:
+        alice = Client(live.url, live.keys["alice"])
+        bob = Client(live.url, live.keys["bob"])
+        try:
+            first = alice.add("the train leaves at nine", metadata={"kind": "travel"}).id
+            alice.add("the museum opens at ten", metadata={"kind": "culture"})
+            bob_note = bob.add("bob's train is at noon", metadata={"kind": "travel"}).id
+            assert [r.id for r in alice.list(filters={"kind": "travel"})] == [first]
+            hits = alice.search("train", filters={"kind": {"in": ["travel"]}})
+            assert [h.id for h in hits] == [first]
+            with pytest.raises(ValidationError) as raised:
+                alice.list(filters={"kind": {"like": "t%"}})
+            assert raised.value.field == "filters.kind.like"
+            own = alice.me()["key"]["identity_id"]
+            assert bob.delete_all(namespace=f"user:{own}") == 0  # not bob's to delete
+            assert alice.delete_all(namespace=f"user:{own}") == 2
+            assert bob.get(bob_note).id == bob_note
+            with pytest.raises(ServerError) as refused:
+                bob.reset()
+            assert (refused.value.code, refused.value.status) == ("admin_required", 403)
+            ported = MemoryClient(api_key=live.keys["bob"], host=live.url)
+            assert [r["id"] for r in ported.get_all(filters={"kind": "travel"})["results"]] == [
+                bob_note
+            ]
+            assert Client(live.url, live.keys["admin"]).reset() == 1
+            assert bob.list() == []
+        finally:
+            alice.close()
+            bob.close()
