@@ -13,8 +13,8 @@ from rich.text import Text
 
 from ..memory import Memory
 from .options import AgentOpt, EmbedderOpt, JsonOpt, NamespaceOpt, StoreOpt, UserOpt
-from .output import echo_json, err, fail, new_table, out, print_write, write_line
-from .runtime import memory, opens_memory, write_by_id
+from .output import echo_json, err, gc_line, new_table, out, print_write, write_line
+from .runtime import file_errors, memory, opens_memory, stdin_or, write_by_id
 
 session_app = typer.Typer(help="Sessions: turns, history, summaries.", no_args_is_help=True)
 
@@ -83,11 +83,8 @@ def _messages(source: str) -> Any:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}")
+    with file_errors("read", path), open(path, encoding="utf-8") as handle:
+        return handle.read()
 
 
 def learn(
@@ -148,9 +145,7 @@ def maintain(
         echo_json(report)
         return
     console = out()
-    gc = report["gc"]
-    verb = "would delete" if dry_run else "deleted"
-    console.print(f"gc: {verb} {len(gc['expired']) + len(gc['decayed'])} memories")
+    console.print(f"gc: {gc_line(report['gc'], dry_run)}")
     merged = (report["consolidation"] or {}).get("merged")
     console.print(f"consolidation: {'not available' if merged is None else f'{merged} merged'}")
     for entry in report["summaries"]:
@@ -176,7 +171,7 @@ def session_turn(
 
     Example: memchentic session turn user "I moved to Lisbon" --user sam --session trip
     """
-    content = sys.stdin.read() if text == "-" else text
+    content = stdin_or(text)
     turn = mem.record_turn(role, content, session_id=session, user_id=user,
                            agent_id=agent, namespace=namespace)  # fmt: skip
     if as_json:

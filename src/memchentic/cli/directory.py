@@ -50,6 +50,22 @@ def _documented(doc: str) -> Callable[[Callable[..., None]], Callable[..., None]
     return set_doc
 
 
+def _list_command(
+    app: typer.Typer,
+    name: str,
+    doc: str,
+    found: Callable[[Memory], Sequence[Any]],
+    columns: Sequence[str],
+) -> None:
+    """A command ``NAME [--json]`` that shows what ``found`` gives, in these columns."""
+
+    @app.command(name)
+    @_documented(doc)
+    @opens_memory(json_last=True)
+    def list_(mem: Memory, as_json: JsonOpt = False) -> None:
+        _show(found(mem), as_json, columns)
+
+
 # --- identities -------------------------------------------------------------------------
 @identity_app.command("create")
 @opens_memory(json_last=True)
@@ -67,18 +83,16 @@ def identity_create(
     _show([made], as_json, ["id", "kind", "name"])
 
 
-@identity_app.command("list")
-@opens_memory(json_last=True)
-def identity_list(
-    mem: Memory,
-    as_json: JsonOpt = False,
-) -> None:
+_list_command(
+    identity_app,
+    "list",
     """List identities.
 
     Example: memchentic identity list --json
-    """
-    found = mem.directory.identities()
-    _show(found, as_json, ["id", "kind", "name", "created_at"])
+    """,
+    lambda mem: mem.directory.identities(),
+    ["id", "kind", "name", "created_at"],
+)
 
 
 @identity_app.command("rename")
@@ -114,15 +128,13 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         team = make(name, admins=admins or [], members=members or [])
         typer.echo(f"created {team.namespace}")
 
-    @app.command("list")
-    @_documented(f"List {kind}s.\n\n    Example: memchentic {kind} list")
-    @opens_memory(json_last=True)
-    def list_(
-        mem: Memory,
-        as_json: JsonOpt = False,
-    ) -> None:
-        teams = mem.directory.teams(kind)
-        _show(teams, as_json, ["id", "name", "created_at"])
+    _list_command(
+        app,
+        "list",
+        f"List {kind}s.\n\n    Example: memchentic {kind} list",
+        lambda mem: mem.directory.teams(kind),
+        ["id", "name", "created_at"],
+    )
 
     @app.command("rename")
     @_documented(f"Rename a {kind}.\n\n    Example: memchentic {kind} rename core platform")
@@ -165,18 +177,14 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         else:
             typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
-    @app.command("invitations")
-    @_documented(
+    _list_command(
+        app,
+        "invitations",
         f"List pending invitations to {kind}s (yours, under --as NAME).\n\n"
-        f"    Example: memchentic --as bob {kind} invitations  (memchentic {kind} invitations)"
+        f"    Example: memchentic --as bob {kind} invitations  (memchentic {kind} invitations)",
+        lambda mem: [i for i in mem.directory.invitations() if i.team_kind == kind],
+        ["team_name", "identity_id", "role", "invited_by", "created_at"],
     )
-    @opens_memory(json_last=True)
-    def invitations(
-        mem: Memory,
-        as_json: JsonOpt = False,
-    ) -> None:
-        found = [i for i in mem.directory.invitations() if i.team_kind == kind]
-        _show(found, as_json, ["team_name", "identity_id", "role", "invited_by", "created_at"])
 
     @app.command("accept")
     @_documented(
@@ -280,18 +288,16 @@ def grant_revoke(
     typer.echo("revoked" if revoked else "there was no such grant")
 
 
-@grant_app.command("list")
-@opens_memory(json_last=True)
-def grant_list(
-    mem: Memory,
-    as_json: JsonOpt = False,
-) -> None:
+_list_command(
+    grant_app,
+    "list",
     """List grants.
 
     Example: memchentic grant list --json
-    """
-    found = mem.directory.grants()
-    _show(found, as_json, ["namespace", "grantee", "created_at"])
+    """,
+    lambda mem: mem.directory.grants(),
+    ["namespace", "grantee", "created_at"],
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -28,16 +28,16 @@ from .output import (
     clip,
     echo_json,
     err,
-    fail,
     fields_table,
     format_number,
     format_value,
+    gc_line,
     new_table,
     out,
     print_write,
     progress_bar,
 )
-from .runtime import opens_memory, write_by_id
+from .runtime import file_errors, opens_memory, stdin_or, write_by_id
 
 #: The signals of the rrf profile, shown as columns by ``search --trace``.
 RRF_SIGNALS: tuple[str, ...] = ("match", "freshness", "path", "confidence", "usage")
@@ -73,10 +73,6 @@ def _records_table(records: Sequence[MemoryRecord]) -> Table:
         updated = r.updated_at.strftime("%Y-%m-%d %H:%M") if r.updated_at else ""
         table.add_row(r.id, r.type, r.namespace, updated, Text(clip(r.text())))
     return table
-
-
-def _stdin_or(text: str) -> str:
-    return sys.stdin.read() if text == "-" else text
 
 
 @opens_memory
@@ -131,7 +127,7 @@ def add(
         "permanent": permanent or None,
     }
     options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-    content = _stdin_or(text)
+    content = stdin_or(text)
     result = mem.add(content, **options)
     print_write(result, as_json)
 
@@ -264,7 +260,7 @@ def revise(
 
     Example: memchentic revise 01JB7Q3W5V8N2C4D6F8G0H1J2K "Sam now prefers coffee"
     """
-    content = _stdin_or(text)
+    content = stdin_or(text)
     result = mem.revise(memory_id, content)
     print_write(result, as_json)
 
@@ -322,10 +318,8 @@ def gc(
         echo_json(report)
         return
     expired, decayed = report["expired"], report["decayed"]
-    verb = "would delete" if dry_run else "deleted"
-    count = len(expired) + len(decayed)
     console = out()
-    console.print(f"{verb} {count} memories ({len(expired)} expired, {len(decayed)} decayed)")
+    console.print(f"{gc_line(report, dry_run)} ({len(expired)} expired, {len(decayed)} decayed)")
     for reason, ids in (("expired", expired), ("decayed", decayed)):
         for memory_id in ids:
             console.print(f"  {reason} {memory_id}")
@@ -343,10 +337,8 @@ def export(
 
     Example: memchentic export backup.jsonl --no-vectors
     """
-    try:
+    with file_errors("write", file):
         lines = mem.export(sys.stdout if file == "-" else file, vectors=vectors)
-    except OSError as exc:
-        fail(f"cannot write {file}: {exc.strerror or exc}")
     where = "stdout" if file == "-" else file
     console = err() if file == "-" else out()
     console.print(Text(f"exported {lines} lines to {where}"))
@@ -367,10 +359,8 @@ def import_(
 
     Example: memchentic import backup.jsonl --strict
     """
-    try:
+    with file_errors("read", file):
         report = mem.import_(sys.stdin if file == "-" else file, strict=strict)
-    except OSError as exc:
-        fail(f"cannot read {file}: {exc.strerror or exc}")
     console = err()
     for number, message in report.errors:
         console.print(Text(f"line {number}: {message}", style="yellow"))

@@ -94,6 +94,12 @@ def fields_table(data: Mapping[str, Any]) -> Table:
     return table
 
 
+def gc_line(report: Mapping[str, Any], dry_run: bool) -> str:
+    """``deleted N memories`` (``would delete ...`` on a dry run): a gc report in short."""
+    verb = "would delete" if dry_run else "deleted"
+    return f"{verb} {len(report['expired']) + len(report['decayed'])} memories"
+
+
 def write_line(result: WriteResult) -> Text:
     line = Text(result.status, style="red" if result.status == "refused" else "green")
     if result.id:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,6 +61,20 @@ def acting_as(ctx: typer.Context) -> str | None:
     """The ``--as`` identity of this invocation; None: the trusted local principal."""
     invocation = ctx.find_object(Invocation)
     return invocation.acting_as if invocation is not None else None
+
+
+def stdin_or(text: str) -> str:
+    """``text`` itself, or all of stdin when it is ``-``."""
+    return sys.stdin.read() if text == "-" else text
+
+
+@contextmanager
+def file_errors(verb: str, path: str) -> Iterator[None]:
+    """An ``OSError`` on ``path`` becomes ``error: cannot VERB PATH: reason``."""
+    try:
+        yield
+    except OSError as exc:
+        fail(f"cannot {verb} {path}: {exc.strerror or exc}")
 
 
 def settings() -> Settings:
