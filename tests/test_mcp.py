@@ -67,6 +67,16 @@ async def _session_script(client: Client) -> dict[str, Any]:
     dup = _payload(await client.call_tool("remember", {
         "content": "Mia prefers answers with code samples"}))  # fmt: skip
     seen["duplicate"] = dup
+    tagged = _payload(await client.call_tool("remember", {
+        "content": "The weekly release review is on Fridays",
+        "metadata": {"project": "atlas"}}))  # fmt: skip
+    seen["filtered"] = _payload(await client.call_tool("search", {
+        "query": "weekly release review", "filters": {"project": "atlas"}}))  # fmt: skip
+    seen["filtered"] = seen["filtered"] if isinstance(seen["filtered"], list) else [
+        seen["filtered"]]
+    seen["tagged"] = tagged
+    seen["bad_filter"] = _error(await client.call_tool("search", {
+        "query": "Mia", "filters": {"project": {"like": "a%"}}}))  # fmt: skip
     guide = _payload(await client.call_tool("remember", {
         "content": "Run the test suite before proposing a commit", "kind": "guide"}))  # fmt: skip
     hits = _payload(await client.call_tool("search", {"query": "how does Mia like answers",
@@ -99,9 +109,11 @@ def _check(seen: dict[str, Any]) -> None:
     assert seen["duplicate"]["id"] == seen["saved"]["id"]
     top = seen["hits"][0]
     assert top["text"] == "Mia prefers answers with code samples" and "match" in top["trace"]
+    assert [h["id"] for h in seen["filtered"]] == [seen["tagged"]["id"]]
+    assert "filters.project.like" in seen["bad_filter"]
     assert seen["revised"]["status"] == "revised"
     assert seen["edge"]["kind"] == "related_to"
-    assert len(seen["recent"]) == 2
+    assert len(seen["recent"]) == 3
     assert "Mia prefers short answers with code samples" in seen["context"]
     assert seen["secret"]["status"] == "refused" and "secret" in seen["secret"]["reason"]
     assert seen["forget"]["status"] == "deleted"

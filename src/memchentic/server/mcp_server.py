@@ -159,10 +159,13 @@ def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
             float | None, Field(ge=0, description="Forget after this many days; 0 = never.")
         ] = None,
         importance: Annotated[float | None, Field(ge=0, le=1)] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(
+            description="Your own fields, e.g. {'project': 'atlas'}; search filters on them.")
+        ] = None,
     ) -> dict[str, Any]:
         options = _scope(kind=kind, type=type, title=title, tags=tags, slot_key=slot_key,
                          namespace=namespace, user_id=user_id, ttl_days=ttl_days,
-                         importance=importance)  # fmt: skip
+                         importance=importance, metadata=metadata)  # fmt: skip
         return run(ctx, lambda m: _write(m.add(content, **options)))
 
     @server.tool(description=SEARCH)
@@ -175,8 +178,12 @@ def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
         namespace: Namespace = None,
         user_id: UserId = None,
         include_trace: bool = False,
+        filters: Annotated[dict[str, Any] | None, Field(
+            description="On metadata: {'key': value}, {'key': {'gte': 3}}, {'key': {'in': "
+            "[...]}}, {'OR': [...]}, {'NOT': {...}}.")] = None,
     ) -> list[dict[str, Any]]:
-        options = _scope(type=type, tags=tags, namespace=namespace, user_id=user_id)
+        options = _scope(type=type, tags=tags, namespace=namespace, user_id=user_id,
+                         filters=filters)  # fmt: skip
         return run(ctx, lambda m: [_hit(h) for h in m.search(
             query, limit=limit, include_trace=include_trace, **options)])  # fmt: skip
 
