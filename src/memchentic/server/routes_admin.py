@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from ..identity import Invitation
@@ -28,13 +28,13 @@ from .schemas import (
     IdentityRequest,
     MaintenanceRequest,
     MemberRequest,
+    OptText,
     RenameRequest,
     TeamRequest,
 )
 
 router = APIRouter(prefix="/v1", tags=["directory and upkeep"])
 
-OptText = Annotated[str | None, Query(max_length=1024)]
 #: Exports up to this size are kept in memory while they stream; larger ones spill to disk.
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024
 

@@ -21,6 +21,7 @@ from .schemas import (
     HitOut,
     ImproveRequest,
     MemoryOut,
+    OptText,
     RecallRequest,
     RelateRequest,
     ReviseRequest,
@@ -38,7 +39,6 @@ router = APIRouter(prefix="/v1", tags=["memories"])
 
 Id = Annotated[str, "the memory id"]
 Many = Annotated[list[str] | None, Query(max_length=64)]
-OptText = Annotated[str | None, Query(max_length=1024)]
 
 
 @router.post("/memories", response_model=WriteOut, summary="Remember one memory")

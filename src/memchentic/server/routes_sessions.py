@@ -18,6 +18,7 @@ from .schemas import (
     LearnRequest,
     ManageRequest,
     MemoryOut,
+    OptText,
     SessionOut,
     SummarizeRequest,
     TurnOut,
@@ -30,8 +31,6 @@ from .schemas import (
 )
 
 router = APIRouter(prefix="/v1", tags=["context and sessions"])
-
-OptText = Annotated[str | None, Query(max_length=1024)]
 
 
 @router.post("/context", summary="Context for a prompt")

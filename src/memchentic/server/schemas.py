@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
+from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ValidationError
@@ -17,6 +18,8 @@ from ..reports import Answer
 Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Time = Annotated[str, Field(max_length=64, description="ISO 8601 date or time")]
 Text = Annotated[str, Field(max_length=1024)]
+#: An optional query parameter of text, bounded like :data:`Text`.
+OptText = Annotated[str | None, Query(max_length=1024)]
 Names = Annotated[list[Text], Field(max_length=256)]
 Metadata = dict[str, Any]
 EdgeKind = Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"]
