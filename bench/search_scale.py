@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -568,23 +568,39 @@ def _run_all(args: argparse.Namespace, backends: list[str]) -> int:
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     if args.large and 1_000_000 not in sizes:
         sizes.append(1_000_000)
+
+    def command(n: int, backend: str) -> list[str]:
+        cmd = [sys.executable, os.path.abspath(__file__), "--one", str(n),
+               "--queries", str(args.queries), "--seed", str(args.seed)]  # fmt: skip
+        if args.workdir:
+            cmd += ["--workdir", args.workdir]
+        if args.keep:
+            cmd += ["--keep", args.keep]
+        if backend == "postgres":
+            cmd += ["--store", args.store]
+        return cmd
+
+    jobs = [(command(n, b), f"{b} N={n:,}") for n in sizes for b in backends]
+    return run_children(jobs, print_table, args.json, args.seed)
+
+
+def run_children(
+    jobs: Sequence[tuple[list[str], str]],
+    show: Callable[[list[dict[str, Any]]], None],
+    json_path: str | None,
+    seed: int,
+) -> int:
+    """Each (command, label) of ``jobs`` in a child process of its own, in turn; then
+    ``show`` the rows and save them as ``json_path``. The exit code of the first
+    child that fails, else 0."""
     rows = []
-    for n in sizes:
-        for backend in backends:
-            cmd = [sys.executable, os.path.abspath(__file__), "--one", str(n),
-                   "--queries", str(args.queries), "--seed", str(args.seed)]  # fmt: skip
-            if args.workdir:
-                cmd += ["--workdir", args.workdir]
-            if args.keep:
-                cmd += ["--keep", args.keep]
-            if backend == "postgres":
-                cmd += ["--store", args.store]
-            got = run_child(cmd, f"{backend} N={n:,}")
-            if isinstance(got, int):
-                return got
-            rows.append(got)
-    print_table(rows)
-    save_json(args.json, args.seed, rows)
+    for cmd, label in jobs:
+        got = run_child(cmd, label)
+        if isinstance(got, int):
+            return got
+        rows.append(got)
+    show(rows)
+    save_json(json_path, seed, rows)
     return 0
 
 

@@ -51,8 +51,7 @@ from search_scale import (  # noqa: E402
     QUERY_NOISE,
     Corpus,
     make_queries,
-    run_child,
-    save_json,
+    run_children,
 )
 
 from memchentic.store.vectors import VectorIndex  # noqa: E402
@@ -232,18 +231,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.large and ("corpus", 1_000_000) not in runs:
         runs.append(("corpus", 1_000_000))
     runs += [("uniform", int(s)) for s in args.uniform.split(",") if s.strip() and int(s)]
-    rows = []
-    for name, n in runs:
-        cmd = [sys.executable, os.path.abspath(__file__), "--one", name, str(n),
-               "--queries", str(args.queries), "--seed", str(args.seed),
-               "--exact-below", str(args.exact_below)]  # fmt: skip
-        got = run_child(cmd, f"{name} N={n:,}")
-        if isinstance(got, int):
-            return got
-        rows.append(got)
-    print_table(rows)
-    save_json(args.json, args.seed, rows)
-    return 0
+    jobs = [([sys.executable, os.path.abspath(__file__), "--one", name, str(n),
+              "--queries", str(args.queries), "--seed", str(args.seed),
+              "--exact-below", str(args.exact_below)], f"{name} N={n:,}")
+            for name, n in runs]  # fmt: skip
+    return run_children(jobs, print_table, args.json, args.seed)
 
 
 if __name__ == "__main__":
