@@ -194,3 +194,25 @@ def test_the_http_clients_filter_delete_a_scope_and_reset(tmp_path: Any) -> None
         finally:
             alice.close()
             bob.close()
+
+
+def test_postgres_serves_metadata_filters_from_a_gin_index(mem: Memory, backend: str) -> None:
+    if backend != "postgres":
+        pytest.skip("PostgreSQL's index")
+    from memchentic.store.postgres_rows import POSTGRES
+
+    mem.add("a note", metadata={"project": "atlas"}, user_id="sam")
+    flt = mem._read_filter(user_id=None, agent_id=None, namespace=None, now=mem._now(None),
+                           filters={"project": "atlas"})  # fmt: skip (every namespace)
+    condition, params = POSTGRES.where(flt)
+    with mem.store.connection() as conn:  # type: ignore[attr-defined]
+        (indexdef,) = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_memories_metadata'"
+        ).fetchone()
+        assert "gin" in indexdef and "jsonb_path_ops" in indexdef
+        conn.execute("SET enable_seqscan = off")  # as on a table too big to read whole
+        try:
+            plan = conn.execute(f"EXPLAIN SELECT id FROM memories m WHERE {condition}", params)
+            assert "ix_memories_metadata" in "\n".join(row[0] for row in plan.fetchall())
+        finally:
+            conn.execute("RESET enable_seqscan")

@@ -30,6 +30,7 @@ STEPS: tuple[str, ...] = (
     "m005_negated_rows",
     "m006_invitations",
     "m007_session_order",
+    "m008_metadata_index",
 )
 
 

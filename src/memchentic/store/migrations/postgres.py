@@ -280,6 +280,15 @@ def m007_session_order(conn: Any) -> None:
     )
 
 
+def m008_metadata_index(conn: Any) -> None:
+    """Metadata filters (issue 24, item 2) find their rows through a GIN index of
+    ``metadata`` (``jsonb_path_ops``: containment, ``@>``, which each condition of a
+    filter also asks), not by reading every row."""
+    conn.execute(
+        "CREATE INDEX ix_memories_metadata ON memories USING gin (metadata jsonb_path_ops)"
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())
 
 

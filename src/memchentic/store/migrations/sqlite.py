@@ -271,6 +271,13 @@ def m007_session_order(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_metadata_index(conn: sqlite3.Connection) -> None:
+    """PostgreSQL's step 8 (a GIN index of metadata). SQLite has no index of a JSON
+    document's keys; metadata filters read the rows the rest of the filter leaves
+    (a namespace, the expiry), so nothing changes here; the step is recorded so
+    that a schema version means the same changes on both backends."""
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())
 
 
