@@ -28,19 +28,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="folder of conv-*.json files")
     parser.add_argument("--conversations", nargs="*", help="only these ids (e.g. 26 30)")
     parser.add_argument("--max-questions", type=int, help="at most this many per conversation")
-    cli.add_common_options(parser, ranked_what="dia_ids")
-    args = parser.parse_args(argv)
-    try:
-        report = locomo.run_benchmark(
-            args.data,
-            **cli.common_kwargs(args),
-            conversations=args.conversations,
-            max_questions=args.max_questions,
-        )
-    except FileNotFoundError as exc:
-        parser.error(str(exc))
-    cli.write_outputs(args, report, locomo.format_report, locomo.public)
-    return 0
+    return cli.main(
+        parser,
+        argv,
+        locomo,
+        ranked_what="dia_ids",
+        selectors=lambda args: {
+            "conversations": args.conversations,
+            "max_questions": args.max_questions,
+        },
+    )
 
 
 if __name__ == "__main__":

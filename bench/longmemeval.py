@@ -35,19 +35,13 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="at most this many questions, taken in turn from each type",
     )
-    cli.add_common_options(parser, ranked_what="turns")
-    args = parser.parse_args(argv)
-    try:
-        report = longmemeval.run_benchmark(
-            args.data,
-            **cli.common_kwargs(args),
-            types=args.types,
-            max_questions=args.max_questions,
-        )
-    except FileNotFoundError as exc:
-        parser.error(str(exc))
-    cli.write_outputs(args, report, longmemeval.format_report, longmemeval.public)
-    return 0
+    return cli.main(
+        parser,
+        argv,
+        longmemeval,
+        ranked_what="turns",
+        selectors=lambda args: {"types": args.types, "max_questions": args.max_questions},
+    )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -47,6 +47,14 @@ ABLATIONS: dict[str, dict[str, Any]] = {
         "search_candidate_floor": 1,
     },
 }
+
+
+class Harness(Protocol):
+    """What :func:`main` needs of a harness module (``locomo``, ``longmemeval``)."""
+
+    run_benchmark: Callable[..., dict[str, Any]]
+    format_report: Callable[[Mapping[str, Any]], str]
+    public: Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 def variants(
@@ -91,6 +99,11 @@ def common_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def public(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report without internal fields (for ``--json``)."""
+    return {k: v for k, v in report.items() if not k.startswith("_")}
+
+
 def write_outputs(
     args: argparse.Namespace,
     report: Mapping[str, Any],
@@ -103,6 +116,27 @@ def write_outputs(
         Path(args.json_path).write_text(json.dumps(public(report), indent=2) + "\n")
     if args.ranked:
         Path(args.ranked).write_text(json.dumps(report["_ranked"]) + "\n")
+
+
+def main(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    harness: Harness,
+    *,
+    ranked_what: str,
+    selectors: Callable[[argparse.Namespace], Mapping[str, Any]],
+) -> int:
+    """A harness's command line: ``parser`` holds its own ``--data`` and selectors,
+    ``selectors`` turns them into ``run_benchmark`` arguments; the common options are
+    added here, the run's table printed and its files written."""
+    add_common_options(parser, ranked_what=ranked_what)
+    args = parser.parse_args(argv)
+    try:
+        report = harness.run_benchmark(args.data, **common_kwargs(args), **selectors(args))
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    write_outputs(args, report, harness.format_report, harness.public)
+    return 0
 
 
 def group_means(

@@ -386,6 +386,4 @@ def format_report(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def public(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The report without internal fields (for ``--json``)."""
-    return {k: v for k, v in report.items() if not k.startswith("_")}
+public = cli.public  # the report without internal fields (for --json)
