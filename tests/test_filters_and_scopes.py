@@ -202,8 +202,8 @@ def test_postgres_serves_metadata_filters_from_a_gin_index(mem: Memory, backend:
     from memchentic.store.postgres_rows import POSTGRES
 
     mem.add("a note", metadata={"project": "atlas"}, user_id="sam")
-    flt = mem._read_filter(user_id=None, agent_id=None, namespace=None, now=mem._now(None),
-                           filters={"project": "atlas"})  # fmt: skip (every namespace)
+    every = {"user_id": None, "agent_id": None, "namespace": None}  # every namespace
+    flt = mem._read_filter(now=mem._now(None), filters={"project": "atlas"}, **every)
     condition, params = POSTGRES.where(flt)
     with mem.store.connection() as conn:  # type: ignore[attr-defined]
         (indexdef,) = conn.execute(

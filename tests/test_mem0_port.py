@@ -17,7 +17,7 @@ import pytest
 from memchentic.errors import ValidationError
 from memchentic.mem0 import Memory as Mem0Memory
 
-PROGRAM = textwrap.dedent('''
+PROGRAM = textwrap.dedent("""
     from mem0 import Memory
 
     m = Memory()
@@ -57,7 +57,7 @@ PROGRAM = textwrap.dedent('''
     assert m.get_all(user_id="alice")["results"] == []
     assert m.get_all(user_id="bob")["results"], "delete_all must leave other users alone"
     RESULT = "ok"
-''')
+""")
 
 
 def test_a_mem0_program_runs_with_only_its_import_changed(
