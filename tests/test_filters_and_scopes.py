@@ -216,3 +216,38 @@ def test_postgres_serves_metadata_filters_from_a_gin_index(mem: Memory, backend:
             assert "ix_memories_metadata" in "\n".join(row[0] for row in plan.fetchall())
         finally:
             conn.execute("RESET enable_seqscan")
+
+
+def test_the_async_faces_take_filters_and_scopes(mem: Memory, tmp_path: Any) -> None:
+    """AsyncMemory and AsyncClient: the same filters, delete_all and reset."""
+    import asyncio
+
+    from memchentic import AsyncClient, AsyncMemory
+
+    from .live_server import live_server
+
+    async def embedded() -> tuple[list[str], int, int]:
+        amem = AsyncMemory(mem)
+        keep = await amem.aadd("the tram runs late", metadata={"line": 4}, user_id="kim")
+        await amem.aadd("the bus runs early", metadata={"line": 9}, user_id="kim")
+        found = await amem.asearch("runs", user_id="kim", filters={"line": {"lt": 5}})
+        listed = await amem.alist(user_id="kim", filters={"line": {"in": [4]}})
+        assert [r.id for r in listed] == [keep.id]
+        gone = await amem.adelete_all(user_id="kim")
+        return [h.id for h in found], gone, await amem.areset()
+
+    ids, gone, reset = asyncio.run(embedded())
+    assert len(ids) == 1 and gone == 2 and reset == 0
+
+    async def remote(url: str, alice: str, admin: str) -> tuple[int, int, int]:
+        async with AsyncClient(url, alice) as client:
+            await client.add("note one", metadata={"n": 1})
+            await client.add("note two", metadata={"n": 2})
+            matched = len(await client.list(filters={"n": {"gte": 2}}))
+            deleted = await client.delete_all(user_id=(await client.me())["key"]["identity_id"])
+        async with AsyncClient(url, admin) as root:
+            return matched, deleted, await root.reset()
+
+    pytest.importorskip("fastapi")
+    with live_server(tmp_path, mcp=False, console=False) as live:
+        assert asyncio.run(remote(live.url, live.keys["alice"], live.keys["admin"])) == (1, 2, 0)
