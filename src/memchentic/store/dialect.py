@@ -11,7 +11,7 @@ flags, JSON) and the rows that cross it (records, edges, versions).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +32,11 @@ class Dialect(ABC):
     #: The memories table's integer key (``rowid``, ``key``): it grows with each
     #: insert and is what ``memory_entities.key`` (and the vector table) names.
     key: str
+    #: A row of the memories' columns (``tables.COLUMNS`` order) as a record, a row
+    #: of ``tables.EDGE_COLUMNS`` as an edge, of ``tables.VERSION_COLUMNS`` as a version.
+    record: Callable[[Any], MemoryRecord]
+    edge: Callable[[Any], Edge]
+    version: Callable[[Any], Version]
 
     @abstractmethod
     def sql(self, text: str) -> str:
@@ -52,18 +57,6 @@ class Dialect(ABC):
     @abstractmethod
     def read_json(self, value: Any) -> Any:
         """A stored JSON value as Python values."""
-
-    @abstractmethod
-    def record(self, row: Any) -> MemoryRecord:
-        """A row of the memories' columns (``tables.COLUMNS`` order) as a record."""
-
-    @abstractmethod
-    def edge(self, row: Any) -> Edge:
-        """A row of ``tables.EDGE_COLUMNS`` as an edge."""
-
-    @abstractmethod
-    def version(self, row: Any) -> Version:
-        """A row of ``tables.VERSION_COLUMNS`` as a version."""
 
     @abstractmethod
     def any_of(

@@ -104,6 +104,9 @@ class PostgresDialect(Dialect):
     true = "TRUE"
     false = "FALSE"
     key = "key"
+    record = staticmethod(row_to_record)
+    edge = staticmethod(row_to_edge)
+    version = staticmethod(row_to_version)
 
     @functools.lru_cache(maxsize=512)  # noqa: B019 (one instance, lives as long as the module)
     def sql(self, text: str) -> str:
@@ -120,15 +123,6 @@ class PostgresDialect(Dialect):
 
     def read_json(self, value: Any) -> Any:
         return value
-
-    def record(self, row: Any) -> MemoryRecord:
-        return row_to_record(row)
-
-    def edge(self, row: Any) -> Edge:
-        return row_to_edge(row)
-
-    def version(self, row: Any) -> Version:
-        return row_to_version(row)
 
     def any_of(
         self, column: str, values: Sequence[Any], negate: bool = False

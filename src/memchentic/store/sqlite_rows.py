@@ -132,6 +132,9 @@ class SQLiteDialect(Dialect):
     true = "1"
     false = "0"
     key = "rowid"
+    record = staticmethod(row_to_record)
+    edge = staticmethod(row_to_edge)
+    version = staticmethod(row_to_version)
 
     def sql(self, text: str) -> str:
         return text
@@ -149,15 +152,6 @@ class SQLiteDialect(Dialect):
 
     def read_json(self, value: Any) -> Any:
         return json.loads(value)
-
-    def record(self, row: Any) -> MemoryRecord:
-        return row_to_record(row)
-
-    def edge(self, row: Any) -> Edge:
-        return row_to_edge(row)
-
-    def version(self, row: Any) -> Version:
-        return row_to_version(row)
 
     def any_of(
         self, column: str, values: Sequence[Any], negate: bool = False
