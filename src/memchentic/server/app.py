@@ -1,5 +1,6 @@
 """The ASGI application of ``memchentic serve``: the engine under ``/v1``, the
-OpenAPI spec at ``/openapi.json``, ``/healthz``, the MCP server (streamable HTTP)
+OpenAPI spec at ``/openapi.json`` with its reference pages at ``/docs`` (Swagger UI)
+and ``/redoc``, ``/healthz``, the MCP server (streamable HTTP)
 at ``/mcp`` and the web console at ``/console``.
 
     from memchentic.server import create_app
@@ -14,10 +15,16 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
+import fastapi_offline
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -34,7 +41,7 @@ from ..settings import Settings
 from ..store.base import Store
 from . import errors, routes_admin, routes_memories, routes_sessions, sse
 from .auth import KeyRing, view_for
-from .headers import SecurityHeaders
+from .headers import SecurityHeaders, docs_csp
 from .mcp_server import build_server
 
 DESCRIPTION = """\
@@ -134,6 +141,65 @@ def _mcp(root: Memory, keys: KeyRing) -> tuple[MCPServer, Route]:
     return server, Route("/mcp", endpoint=McpGate(handler, keys), methods=["GET", "POST", "DELETE"])
 
 
+#: Where the reference pages load Swagger UI's and ReDoc's files from: the copies the
+#: ``fastapi-offline`` package ships, so the pages work with no network.
+DOCS_STATIC = "/docs/static"
+#: ReDoc's page. Not ``get_redoc_html``'s: ReDoc's injected styles need the page's
+#: nonce, which it can only get from ``Redoc.init`` (a browser hides an element's
+#: ``nonce`` attribute from scripts). Its "by Redocly" logo, from a CDN, is refused
+#: by the policy, and the page shows none.
+REDOC_PAGE = """<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="icon" href="{favicon}">
+<style>body {{ margin: 0; padding: 0; }}</style>
+</head>
+<body>
+<div id="redoc"></div>
+<script src="{js}"></script>
+<script>
+Redoc.init("{spec}", {{nonce: "NONCE", nativeScrollbars: true}}, document.getElementById("redoc"));
+</script>
+</body>
+</html>
+"""
+
+
+def _api_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc``: documentation, so no key is needed to
+    read them; the calls Swagger UI's "Try it out" makes need one ("Authorize")."""
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    app.mount(DOCS_STATIC, StaticFiles(directory=assets), name="docs-static")
+    spec, title = app.openapi_url or "/openapi.json", f"{app.title} API"
+    favicon = f"{DOCS_STATIC}/favicon.png"
+    swagger = get_swagger_ui_html(
+        openapi_url=spec, title=title, swagger_favicon_url=favicon,
+        swagger_js_url=f"{DOCS_STATIC}/swagger-ui-bundle.js",
+        swagger_css_url=f"{DOCS_STATIC}/swagger-ui.css",
+    ).body  # fmt: skip
+    redoc = REDOC_PAGE.format(title=title, favicon=favicon, spec=spec,
+                              js=f"{DOCS_STATIC}/redoc.standalone.js").encode()  # fmt: skip
+    for path, page in (("/docs", bytes(swagger)), ("/redoc", redoc)):
+        app.add_api_route(path, _docs_page(page), methods=["GET"], include_in_schema=False)
+
+
+def _docs_page(html: bytes) -> Callable[[], HTMLResponse]:
+    """An endpoint serving ``html`` with a fresh nonce on its inline ``<script>`` and
+    ``<style>`` blocks (and for ``NONCE``), and the policy that allows them."""
+
+    def serve() -> HTMLResponse:
+        nonce = secrets.token_urlsafe(16)
+        page = html.replace(b"<script>", f'<script nonce="{nonce}">'.encode())
+        page = page.replace(b"<style>", f'<style nonce="{nonce}">'.encode())
+        page = page.replace(b'"NONCE"', f'"{nonce}"'.encode())
+        return HTMLResponse(page, headers={"Content-Security-Policy": docs_csp(nonce)})
+
+    return serve
+
+
 def create_app(
     memory: Memory | None = None,
     *,
@@ -170,7 +236,7 @@ def create_app(
 
     app = FastAPI(
         title="memchentic", version=__version__, description=DESCRIPTION, lifespan=lifespan,
-        docs_url=None, redoc_url=None,  # the Swagger page loads from a CDN: none offline
+        docs_url=None, redoc_url=None,  # FastAPI's own pages load from a CDN: _api_docs
     )  # fmt: skip
     app.state.memory = mem
     app.state.keys = keys
@@ -179,6 +245,7 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # added last: outermost, so the 413 gets them too
     for module in (routes_memories, routes_sessions, sse, routes_admin):
         app.include_router(module.router)
+    _api_docs(app)
 
     @app.get("/healthz", tags=["health"], summary="Liveness")
     def healthz() -> dict[str, str]:

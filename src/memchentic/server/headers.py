@@ -6,7 +6,9 @@ the console's own script and stylesheet (no inline script or style, nothing from
 another origin, no framing, forms post only to the console) and ``Referrer-Policy:
 same-origin``: no referrer leaves the console, while its own form posts keep their
 ``Origin`` header, which the console's CSRF check reads (under ``no-referrer``
-browsers send ``Origin: null``). Everything else (JSON, SSE, MCP) gets
+browsers send ``Origin: null``). The API reference pages (``/docs``, ``/redoc``)
+set their own policy (``docs_csp``): the console's, plus the inline blocks that carry
+the response's nonce. Everything else (JSON, SSE, MCP) gets
 ``default-src 'none'; frame-ancestors 'none'`` and ``Referrer-Policy: no-referrer``,
 since it is never meant to render. A header a route set itself is left as it is.
 """
@@ -26,6 +28,20 @@ API_CSP = "default-src 'none'; frame-ancestors 'none'"
 COMMON = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY"}
 CONSOLE = {**COMMON, "Content-Security-Policy": CONSOLE_CSP, "Referrer-Policy": "same-origin"}
 API = {**COMMON, "Content-Security-Policy": API_CSP, "Referrer-Policy": "no-referrer"}
+
+
+def docs_csp(nonce: str) -> str:
+    """The policy of an API reference page: the console's (scripts, styles, images
+    and requests from its own origin only), plus the inline blocks that carry
+    ``nonce`` (the page's bootstrap, and the ``<style>`` elements ReDoc's styled
+    components inject at run time), plus a worker from a ``blob:`` URL the page's
+    own script made (ReDoc's search index)."""
+    inline = f"'self' 'nonce-{nonce}'"
+    return (
+        f"default-src 'none'; script-src {inline}; style-src {inline}; img-src 'self' data:; "
+        "connect-src 'self'; worker-src blob:; form-action 'none'; frame-ancestors 'none'; "
+        "base-uri 'none'"
+    )
 
 
 class SecurityHeaders:
