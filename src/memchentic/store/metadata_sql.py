@@ -45,12 +45,44 @@ def _kind(value: Any) -> str:
     return "string"
 
 
+_SIGNS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+class Spelling:
+    """One engine's primitives for a condition on ``{alias}.metadata`` at a path;
+    :meth:`condition` turns an operator into them (written once for both)."""
+
+    def __init__(self, alias: str, path: tuple[str, ...]) -> None:
+        self.doc = f"{alias}.metadata"
+        self.path = path
+
+    def equal(self, value: Any) -> Rendered:
+        raise NotImplementedError
+
+    def exists(self, present: bool) -> Rendered:
+        raise NotImplementedError
+
+    def contains(self, value: Any) -> Rendered:
+        raise NotImplementedError
+
+    def compare(self, sign: str, bound: Any) -> Rendered:
+        raise NotImplementedError
+
+    def condition(self, op: str, want: Any) -> Rendered:
+        if op == "exists":
+            return self.exists(want)
+        if op == "contains":
+            return self.contains(want)
+        if op in _SIGNS:
+            return self.compare(_SIGNS[op], want)
+        parts = [self.equal(v) for v in (want if op in ("in", "nin") else (want,))]
+        text = parts[0][0] if len(parts) == 1 else "(" + " OR ".join(t for t, _ in parts) + ")"
+        params = [v for _, ps in parts for v in ps]
+        return (f"NOT {text}" if op in ("ne", "nin") else text), params
+
+
 # --- SQLite ------------------------------------------------------------------------------
 _SQLITE_TYPES = {"number": "('integer', 'real')", "string": "('text')"}
-
-
-def _sqlite_path(path: tuple[str, ...]) -> str:
-    return "$" + "".join(f'."{step}"' for step in path)
 
 
 def _sqlite_equal(kind_sql: str, value_sql: str, want: Any) -> Rendered:
@@ -62,84 +94,89 @@ def _sqlite_equal(kind_sql: str, value_sql: str, want: Any) -> Rendered:
     return f"(COALESCE({kind_sql}, '') IN {_SQLITE_TYPES[kind]} AND {value_sql} = ?)", [want]
 
 
+class SQLiteSpelling(Spelling):
+    """SQLite's JSON text: ``json_type`` (NULL for a missing key), ``json_extract``."""
+
+    @property
+    def _path(self) -> str:
+        return "$" + "".join(f'."{step}"' for step in self.path)
+
+    def equal(self, value: Any) -> Rendered:
+        kind_sql, value_sql = f"json_type({self.doc}, ?)", f"json_extract({self.doc}, ?)"
+        text, params = _sqlite_equal(kind_sql, value_sql, value)
+        return text, [self._path, *([self._path] if params else []), *params]
+
+    def exists(self, present: bool) -> Rendered:
+        return f"json_type({self.doc}, ?) IS {'NOT ' if present else ''}NULL", [self._path]
+
+    def contains(self, value: Any) -> Rendered:
+        inner, params = _sqlite_equal("j.type", "j.value", value)
+        return (
+            f"(COALESCE(json_type({self.doc}, ?), '') = 'array' AND EXISTS (SELECT 1 FROM "
+            f"json_each({self.doc}, ?) j WHERE {inner}))",
+            [self._path, self._path, *params],
+        )
+
+    def compare(self, sign: str, bound: Any) -> Rendered:
+        types = _SQLITE_TYPES[_kind(bound)]
+        return (
+            f"(COALESCE(json_type({self.doc}, ?), '') IN {types} AND "
+            f"json_extract({self.doc}, ?) {sign} ?)",
+            [self._path, self._path, bound],
+        )
+
+
 def sqlite_condition(alias: str, cond: Condition) -> Rendered:
     """One condition on SQLite's JSON text."""
-    doc, path = f"{alias}.metadata", _sqlite_path(cond.path)
-    kind_sql, value_sql = f"json_type({doc}, ?)", f"json_extract({doc}, ?)"
-    op, want = cond.op, cond.value
-
-    def equal(value: Any) -> Rendered:
-        text, params = _sqlite_equal(kind_sql, value_sql, value)
-        return text, [path, *([path] if params else []), *params]
-
-    if op == "exists":
-        return f"{kind_sql} IS {'NOT ' if want else ''}NULL", [path]
-    if op in ("eq", "ne"):
-        text, params = equal(want)
-        return (text if op == "eq" else f"NOT {text}"), params
-    if op in ("in", "nin"):
-        parts = [equal(v) for v in want]
-        text = "(" + " OR ".join(t for t, _ in parts) + ")"
-        return (text if op == "in" else f"NOT {text}"), [v for _, ps in parts for v in ps]
-    if op == "contains":
-        inner, params = _sqlite_equal("j.type", "j.value", want)
-        return (
-            f"(COALESCE({kind_sql}, '') = 'array' AND EXISTS (SELECT 1 FROM "
-            f"json_each({doc}, ?) j WHERE {inner}))",
-            [path, path, *params],
-        )
-    sign = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
-    types = _SQLITE_TYPES[_kind(want)]
-    return f"(COALESCE({kind_sql}, '') IN {types} AND {value_sql} {sign} ?)", [path, path, want]
+    return SQLiteSpelling(alias, cond.path).condition(cond.op, cond.value)
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------
-def _pg_containing(path: tuple[str, ...], leaf: Any) -> str:
-    """The JSON document ``{"a": {"b": leaf}}`` for ``metadata @> ...`` (the GIN index)."""
-    doc: Any = leaf
-    for step in reversed(path):
-        doc = {step: doc}
-    return json.dumps(doc)
+class PostgresSpelling(Spelling):
+    """PostgreSQL's ``jsonb``: ``#>`` (NULL for a missing key), ``jsonb_typeof``, and
+    containment (``@>``), which narrows through the GIN index before the typed check."""
+
+    @property
+    def _value(self) -> str:
+        return f"({self.doc} #> ?::text[])"
+
+    def _containing(self, leaf: Any) -> str:
+        """``{"a": {"b": leaf}}`` for ``metadata @> ...``."""
+        doc: Any = leaf
+        for step in reversed(self.path):
+            doc = {step: doc}
+        return json.dumps(doc)
+
+    def equal(self, value: Any) -> Rendered:
+        # jsonb equality is the meaning: numbers by value, true is not 1
+        return (
+            f"({self.doc} @> ?::jsonb AND COALESCE({self._value} = ?::jsonb, false))",
+            [self._containing(value), list(self.path), json.dumps(value)],
+        )
+
+    def exists(self, present: bool) -> Rendered:
+        return f"{self._value} IS {'NOT ' if present else ''}NULL", [list(self.path)]
+
+    def contains(self, value: Any) -> Rendered:
+        path = list(self.path)
+        return (
+            f"({self.doc} @> ?::jsonb AND COALESCE(jsonb_typeof({self._value}), '') = 'array' "
+            f"AND {self._value} @> ?::jsonb)",
+            [self._containing([value]), path, path, json.dumps([value])],
+        )
+
+    def compare(self, sign: str, bound: Any) -> Rendered:
+        path = list(self.path)
+        if _kind(bound) == "number":
+            kind, text = "number", f"({self._value} #>> '{{}}')::numeric"
+        else:  # code-point order, as SQLite and Python compare strings
+            kind, text = "string", f"({self._value} #>> '{{}}') COLLATE \"C\""
+        return (
+            f"(COALESCE(jsonb_typeof({self._value}), '') = '{kind}' AND {text} {sign} ?)",
+            [path, path, bound],
+        )
 
 
 def postgres_condition(alias: str, cond: Condition) -> Rendered:
     """One condition on PostgreSQL's ``jsonb`` (``?`` parameters, rendered by the dialect)."""
-    doc, path = f"{alias}.metadata", list(cond.path)
-    value_sql = f"({doc} #> ?::text[])"
-    op, want = cond.op, cond.value
-
-    def equal(value: Any) -> Rendered:
-        # containment narrows through the index; the typed equality is the meaning
-        # (jsonb equality: numbers by value, true is not 1)
-        return (
-            f"({doc} @> ?::jsonb AND COALESCE({value_sql} = ?::jsonb, false))",
-            [_pg_containing(cond.path, value), path, json.dumps(value)],
-        )
-
-    if op == "exists":
-        return f"{value_sql} IS {'NOT ' if want else ''}NULL", [path]
-    if op in ("eq", "ne"):
-        text, params = equal(want)
-        return (text if op == "eq" else f"NOT {text}"), params
-    if op in ("in", "nin"):
-        parts = [equal(v) for v in want]
-        text = "(" + " OR ".join(t for t, _ in parts) + ")"
-        return (text if op == "in" else f"NOT {text}"), [v for _, ps in parts for v in ps]
-    if op == "contains":
-        return (
-            f"({doc} @> ?::jsonb AND COALESCE(jsonb_typeof({value_sql}), '') = 'array' AND "
-            f"{value_sql} @> ?::jsonb)",
-            [_pg_containing(cond.path, [want]), path, path, json.dumps([want])],
-        )
-    sign = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
-    if _kind(want) == "number":
-        return (
-            f"(COALESCE(jsonb_typeof({value_sql}), '') = 'number' AND "
-            f"({value_sql} #>> '{{}}')::numeric {sign} ?)",
-            [path, path, want],
-        )
-    return (
-        f"(COALESCE(jsonb_typeof({value_sql}), '') = 'string' AND "
-        f"({value_sql} #>> '{{}}') COLLATE \"C\" {sign} ?)",
-        [path, path, want],
-    )
+    return PostgresSpelling(alias, cond.path).condition(cond.op, cond.value)
