@@ -16,7 +16,6 @@ entities), its neighbourhood as a small graph, and a live events view (SSE).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit
@@ -31,6 +30,7 @@ from ..deps import Caller, caller_for, resolve, still_valid
 from ..errors import ApiError
 from ..sessions import ConsoleSessions
 from ..sse import sse_response, stream
+from .graph_layout import layout
 
 HERE = Path(__file__).parent
 COOKIE = "memchentic_console"
@@ -215,44 +215,22 @@ def memory(request: Request, memory_id: str, status: OptText = None) -> HTMLResp
 
 @router.get("/memories/{memory_id}/graph")
 def graph(request: Request, memory_id: str) -> HTMLResponse:
-    """The memory and its neighbours (two hops) as an SVG drawing."""
+    """The memory and its neighbours (two hops) as an SVG drawing (``.graph_layout``)."""
     who = _caller(request)
     try:
         record = who.mem.get(memory_id, touch=False)
     except NotFoundError as exc:
         return _page(request, "missing.html", who, message=str(exc))
     found = who.mem.neighbors(memory_id, 2, limit=GRAPH_NODES)
-    return _page(request, "graph.html", who, m=record, **layout(record.id, found))
-
-
-def layout(center: str, neighbours: list[Any]) -> dict[str, Any]:
-    """Node positions on two rings (one per hop) and the lines between them."""
-    width, height = 760, 520
-    cx, cy = width / 2, height / 2
-    nodes = {center: {"id": center, "x": cx, "y": cy, "depth": 0, "label": ""}}
-    rings = {1: [n for n in neighbours if n.depth == 1], 2: [n for n in neighbours if n.depth == 2]}
-    for depth, ring in rings.items():
-        radius = 140 * depth
-        for i, n in enumerate(ring):
-            angle = 2 * math.pi * i / max(1, len(ring)) + (0.3 if depth == 2 else 0.0)
-            nodes[n.memory.id] = {
-                "id": n.memory.id, "depth": depth, "label": n.memory.content[:40],
-                "x": round(cx + radius * math.cos(angle), 1),
-                "y": round(cy + radius * 0.8 * math.sin(angle), 1),
-            }  # fmt: skip
-    lines = [
-        {"a": nodes[n.from_id], "b": nodes[n.memory.id], "via": n.via}
-        for n in neighbours
-        if n.from_id in nodes and n.memory.id in nodes
-    ]
-    return {"nodes": list(nodes.values()), "lines": lines, "width": width, "height": height,
-            "neighbours": neighbours}  # fmt: skip
+    return _page(request, "graph.html", who, m=record, **layout(record, found))
 
 
 @router.get("/events")
 def events_page(request: Request) -> HTMLResponse:
     """Events as they happen (server-sent events from ``/console/events/stream``)."""
-    return _page(request, "events.html", _caller(request))
+    who = _caller(request)
+    namespaces = who.mem.access.readable(who.mem.principal, None)  # None: every one
+    return _page(request, "events.html", who, namespaces=namespaces)
 
 
 @router.get("/events/stream")
