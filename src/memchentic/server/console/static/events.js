@@ -3,6 +3,7 @@
   "use strict";
   var body = document.getElementById("events");
   var state = document.getElementById("events-state");
+  var empty = document.getElementById("events-empty");  // "waiting for the first event"
   var source = new EventSource("/console/events/stream");
 
   function cell(text, cls) {
@@ -30,6 +31,7 @@
     tr.appendChild(td);
     tr.appendChild(cell(JSON.stringify(e.payload), "mono muted"));
     body.insertBefore(tr, body.firstChild);
+    empty.hidden = true;
   }
 
   source.onopen = function () { state.textContent = "live"; };
