@@ -7,8 +7,9 @@ another origin, no framing, forms post only to the console) and ``Referrer-Polic
 same-origin``: no referrer leaves the console, while its own form posts keep their
 ``Origin`` header, which the console's CSRF check reads (under ``no-referrer``
 browsers send ``Origin: null``). The API reference pages (``/docs``, ``/redoc``)
-set their own policy (``docs_csp``): the console's, plus the inline blocks that carry
-the response's nonce. Everything else (JSON, SSE, MCP) gets
+set their own policy (``docs_csp``): their own origin only, like the console, plus
+the inline blocks that carry the response's nonce and a ``blob:`` worker (ReDoc's
+search). Everything else (JSON, SSE, MCP) gets
 ``default-src 'none'; frame-ancestors 'none'`` and ``Referrer-Policy: no-referrer``,
 since it is never meant to render. A header a route set itself is left as it is.
 """
