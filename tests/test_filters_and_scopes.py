@@ -185,11 +185,11 @@ def test_the_http_clients_filter_delete_a_scope_and_reset(tmp_path: Any) -> None
             with pytest.raises(ServerError) as refused:
                 bob.reset()
             assert (refused.value.code, refused.value.status) == ("admin_required", 403)
-            ported = MemoryClient(api_key=live.keys["bob"], host=live.url)
-            assert [r["id"] for r in ported.get_all(filters={"kind": "travel"})["results"]] == [
-                bob_note
-            ]
-            assert Client(live.url, live.keys["admin"]).reset() == 1
+            with MemoryClient(api_key=live.keys["bob"], host=live.url) as ported:
+                travel = ported.get_all(filters={"kind": "travel"})["results"]
+            assert [r["id"] for r in travel] == [bob_note]
+            with Client(live.url, live.keys["admin"]) as admin:
+                assert admin.reset() == 1
             assert bob.list() == []
         finally:
             alice.close()
