@@ -251,3 +251,25 @@ def test_the_async_faces_take_filters_and_scopes(mem: Memory, tmp_path: Any) -> 
     pytest.importorskip("fastapi")
     with live_server(tmp_path, mcp=False, console=False) as live:
         assert asyncio.run(remote(live.url, live.keys["alice"], live.keys["admin"])) == (1, 2, 0)
+
+
+def test_the_new_routes_need_a_key_and_change_nothing_without_one(tmp_path: Any) -> None:
+    """No key, or a wrong one: 401 from delete_all, reset and the working-memory routes,
+    and the store keeps every memory."""
+    pytest.importorskip("fastapi")
+    from .live_server import live_server
+
+    with live_server(tmp_path, mcp=False, console=False) as live:
+        kept = live.mem.add("a note nobody may delete anonymously", user_id="sam").id
+        anonymous = live.http()
+        for headers in ({}, {"Authorization": "Bearer mck_wrong"}):
+            calls = [
+                anonymous.post("/v1/memories/delete_all", json={"user_id": "sam"}, headers=headers),
+                anonymous.post("/v1/reset", headers=headers),
+                anonymous.post("/v1/working", json={"content": "x", "session_id": "s"},
+                               headers=headers),  # fmt: skip
+                anonymous.get("/v1/working", params={"session_id": "s"}, headers=headers),
+                anonymous.get("/v1/memories", params={"filters": '{"a": 1}'}, headers=headers),
+            ]
+            assert [r.status_code for r in calls] == [401] * len(calls)
+        assert live.mem.get(kept).id == kept
