@@ -12,6 +12,7 @@ engines against :func:`memchentic.metadata_filter.matches`.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +49,7 @@ def _kind(value: Any) -> str:
 _SIGNS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
 
-class Spelling:
+class Spelling(ABC):
     """One engine's primitives for a condition on ``{alias}.metadata`` at a path;
     :meth:`condition` turns an operator into them (written once for both)."""
 
@@ -56,17 +57,17 @@ class Spelling:
         self.doc = f"{alias}.metadata"
         self.path = path
 
-    def equal(self, value: Any) -> Rendered:
-        raise NotImplementedError
+    @abstractmethod
+    def equal(self, value: Any) -> Rendered: ...
 
-    def exists(self, present: bool) -> Rendered:
-        raise NotImplementedError
+    @abstractmethod
+    def exists(self, present: bool) -> Rendered: ...
 
-    def contains(self, value: Any) -> Rendered:
-        raise NotImplementedError
+    @abstractmethod
+    def contains(self, value: Any) -> Rendered: ...
 
-    def compare(self, sign: str, bound: Any) -> Rendered:
-        raise NotImplementedError
+    @abstractmethod
+    def compare(self, sign: str, bound: Any) -> Rendered: ...
 
     def condition(self, op: str, want: Any) -> Rendered:
         if op == "exists":
