@@ -487,7 +487,9 @@ def test_get_embedder_unknown_name() -> None:
     with pytest.raises(ValidationError) as info:
         get_embedder("word2vec", Settings(embedder=None))
     assert info.value.field == "embedder"
-    assert info.value.rule == "must be one of hash, local, openai or an Embedder object"
+    assert info.value.rule == (
+        "must be one of hash, local, minilm, openai, static or an Embedder object"
+    )
     with pytest.raises(ValidationError):
         get_embedder(42, Settings(embedder=None))  # type: ignore[arg-type]
 

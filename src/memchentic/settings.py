@@ -72,7 +72,10 @@ class Settings(BaseSettings):
     )
     store_url: str | None = _env("STORE_URL", None, "Store path or URL; default: <home>/memory.db.")
     embedder: str | None = _env(
-        "EMBEDDER", None, "hash | local | openai; default: local if installed, else hash."
+        "EMBEDDER",
+        None,
+        "hash | local (alias minilm) | static | openai; default: the one the store was "
+        "built with, else local if installed, else hash.",
     )
     openai_base_url: str = _env(
         "OPENAI_BASE_URL", "https://api.openai.com/v1", "Base URL of an embeddings endpoint."
@@ -103,6 +106,12 @@ class Settings(BaseSettings):
         "Intra-op threads of the local model (torch, process-wide); 0 = torch's default "
         "(one per core); memchentic serve uses 1 unless given.",
         ge=0,
+    )
+    embedder_cache_dir: str | None = _env(
+        "EMBEDDER_CACHE_DIR",
+        None,
+        "Where the static embedder's table is built on first use and kept; default "
+        "$XDG_CACHE_HOME/memchentic (~/.cache/memchentic).",
     )
     hash_embedding_dimension: int = _env(
         "HASH_EMBEDDING_DIMENSION", 384, "Vector size of the hashing embedder.", ge=8

@@ -3,7 +3,10 @@
 Built-ins:
 
 * ``hash`` - :class:`HashEmbedder`, feature hashing, no dependencies, not semantic;
-* ``local`` - :class:`LocalEmbedder`, all-MiniLM-L6-v2 offline (``memchentic[local]``);
+* ``local`` (or ``minilm``) - :class:`LocalEmbedder`, all-MiniLM-L6-v2 offline
+  (``memchentic[local]``);
+* ``static`` - :class:`StaticEmbedder`, a token table distilled from that MiniLM:
+  about 100x faster, a little less precise (docs/embedders.md);
 * ``openai`` - :class:`OpenAIEmbedder`, any OpenAI-compatible ``/embeddings`` endpoint.
 
 A third party adds one with :func:`register_embedder`::
@@ -25,23 +28,28 @@ from memchentic.errors import EmbedderError, ValidationError
 
 from .base import Embedder, normalise_rows
 from .hashing import HashEmbedder
-from .local import LocalEmbedder, local_available
+from .local import DEFAULT_LOCAL_MODEL, LocalEmbedder, local_available
 from .openai import OpenAIEmbedder
+from .static import STATIC_MODEL, StaticEmbedder, static_available
 
 if TYPE_CHECKING:
     from memchentic.settings import Settings
 
 __all__ = [
     "EMBEDDERS",
+    "RECORDED_MODELS",
     "Embedder",
     "EmbedderFactory",
     "HashEmbedder",
     "LocalEmbedder",
     "OpenAIEmbedder",
+    "StaticEmbedder",
+    "check_embedder_name",
     "get_embedder",
     "local_available",
     "normalise_rows",
     "register_embedder",
+    "static_available",
 ]
 
 #: Builds an embedder from the settings.
@@ -73,6 +81,10 @@ def _local_factory(settings: Settings) -> Embedder:
     return LocalEmbedder(threads=settings.local_embedder_threads or None)
 
 
+def _static_factory(settings: Settings) -> Embedder:
+    return StaticEmbedder(cache_dir=settings.embedder_cache_dir)
+
+
 def _openai_factory(settings: Settings) -> Embedder:
     return OpenAIEmbedder(
         base_url=settings.openai_base_url,
@@ -84,25 +96,50 @@ def _openai_factory(settings: Settings) -> Embedder:
 
 register_embedder("hash", _hash_factory)
 register_embedder("local", _local_factory)
+register_embedder("minilm", _local_factory)
 register_embedder("openai", _openai_factory)
+register_embedder("static", _static_factory)
+
+
+#: The model identities the built-in local embedders record in a store -> their name,
+#: so a store opened without naming an embedder keeps the one it was built with.
+RECORDED_MODELS: dict[str, str] = {
+    HashEmbedder.model: "hash",
+    DEFAULT_LOCAL_MODEL: "local",
+    STATIC_MODEL: "static",
+}
 
 
 def _choices() -> str:
     return f"must be one of {', '.join(EMBEDDERS)} or an Embedder object"
 
 
-def get_embedder(spec: str | Embedder | None, settings: Settings) -> Embedder:
+def check_embedder_name(spec: str | Embedder | None, settings: Settings) -> None:
+    """Refuse an unknown embedder name (``spec``, else ``settings.embedder``) before
+    anything is opened or built."""
+    name = spec if spec is not None else settings.embedder
+    if isinstance(name, Embedder) or name is None:
+        return
+    if not isinstance(name, str) or name.strip().lower() not in EMBEDDERS:
+        raise ValidationError("embedder", _choices())
+
+
+def get_embedder(
+    spec: str | Embedder | None, settings: Settings, recorded: str | None = None
+) -> Embedder:
     """The embedder ``spec`` names.
 
     * an :class:`Embedder` object is returned as is;
     * a name is looked up in :data:`EMBEDDERS` (case-insensitive);
-    * ``None`` means ``settings.embedder`` when set, else ``local`` when installed,
-      else ``hash`` (with a :class:`RuntimeWarning`: search quality will be low).
+    * ``None`` means ``settings.embedder`` when set; else the built-in embedder whose
+      model is ``recorded`` (the model a store was built with, :data:`RECORDED_MODELS`);
+      else ``local`` when installed, else ``hash`` (with a :class:`RuntimeWarning`:
+      search quality will be low).
     """
     if isinstance(spec, Embedder):
         return spec
     if spec is None:
-        spec = settings.embedder or None
+        spec = settings.embedder or RECORDED_MODELS.get(recorded or "")
     if spec is None:
         if local_available():
             spec = "local"

