@@ -306,6 +306,7 @@ def run_size(
     store: str | None = None,
     keep: bool = False,
     peers: bool = False,
+    embedders: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Build and time one store of ``n`` memories: SQLite in ``workdir``, or with
     ``store`` (a PostgreSQL URL) in a fresh schema of that database. With ``keep``
@@ -478,7 +479,15 @@ def run_size(
         # cores may be shared, and wall-clock latencies grow with the load
         "load_avg": round(load_before, 2),
     }
-    if peers:  # after the figures above, so peak RSS and the rest are memchentic's own
+    if embedders:  # after the figures above, so peak RSS and the rest are memchentic's own
+        mem = Memory(location, embedder=embedder, settings=settings)
+        try:
+            result["end_to_end"] = _harness("end_to_end").run_end_to_end(
+                mem, embedders, warm, timed, table, LIMIT
+            )
+        finally:
+            mem.close()
+    if peers:
         mem = Memory(location, embedder=embedder, settings=settings)
         try:
             result["peers"] = run_peers(
@@ -492,14 +501,15 @@ def run_size(
     return result
 
 
-def _peers_module() -> Any:
-    """``bench.harness.peers``, imported only in ``--peers`` mode."""
+def _harness(name: str) -> Any:
+    """``bench.harness.<name>``, imported only in the mode that needs it
+    (``peers`` for ``--peers``, ``end_to_end`` for ``--embedders``)."""
+    import importlib
+
     root = str(Path(__file__).resolve().parents[1])
     if root not in sys.path:  # run as a script: the repository root holds ``bench``
         sys.path.insert(0, root)
-    from bench.harness import peers
-
-    return peers
+    return importlib.import_module(f"bench.harness.{name}")
 
 
 def run_peers(
@@ -516,7 +526,7 @@ def run_peers(
     """Build Chroma and LanceDB on the corpus's texts and vectors, then time them
     with memchentic's whole search and its vector stage, query by query (the
     order rotating each query, after the warm-up queries through all of them)."""
-    peer_bench = _peers_module()
+    peer_bench = _harness("peers")
 
     def whole(text: str, vec: np.ndarray) -> None:
         mem.search(text, limit=LIMIT)
@@ -592,6 +602,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
     if any("peers" in row for row in rows):
         print_peers(rows)
+    if any("end_to_end" in row for row in rows):
+        _harness("end_to_end").print_end_to_end(rows)
 
 
 def print_peers(rows: list[dict[str, Any]]) -> None:
@@ -660,6 +672,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "corpus and time them query by query beside memchentic (dev-only packages; "
         "one that is not installed is skipped)",
     )  # fmt: skip
+    parser.add_argument(
+        "--embedders", nargs="*", default=[], metavar="NAME", help="also time the whole "
+        "search with each embedder's query embedding in it (e.g. static local; "
+        "bench/harness/end_to_end.py)",
+    )  # fmt: skip
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child: run one size
     args = parser.parse_args(argv)
 
@@ -667,12 +684,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.keep:
             result = run_size(
                 args.one, args.queries, args.seed, Path(args.keep), args.store, keep=True,
-                peers=args.peers,
+                peers=args.peers, embedders=args.embedders,
             )  # fmt: skip
         else:
             with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
                 result = run_size(
-                    args.one, args.queries, args.seed, Path(tmp), args.store, peers=args.peers
+                    args.one, args.queries, args.seed, Path(tmp), args.store, peers=args.peers,
+                    embedders=args.embedders,
                 )
         print("RESULT " + json.dumps(result), flush=True)
         return 0
@@ -709,6 +727,8 @@ def _run_all(args: argparse.Namespace, backends: list[str]) -> int:
             cmd += ["--keep", args.keep]
         if args.peers:
             cmd += ["--peers"]
+        if args.embedders:
+            cmd += ["--embedders", *args.embedders]
         if backend == "postgres":
             cmd += ["--store", args.store]
         return cmd
