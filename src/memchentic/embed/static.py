@@ -115,7 +115,7 @@ def _load_table(folder: Path) -> tuple[np.ndarray, Any]:
                     "pip install 'memchentic[local]'"
                 ) from exc
             try:
-                vectors = np.load(folder / "vectors.npy", mmap_mode=None)
+                vectors = np.load(folder / "vectors.npy", allow_pickle=False)  # data, never code
                 tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
             except Exception as exc:  # numpy and the Rust tokenizer raise many kinds
                 raise EmbedderError(
