@@ -172,10 +172,10 @@ class StaticEmbedder(Embedder):
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
+        # encode_batch_fast (tokenizers >= 0.20) skips the character offsets: same ids
+        encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
         try:
-            encodings = self._tokenizer.encode_batch(
-                [str(text) for text in texts], add_special_tokens=False
-            )
+            encodings = encode([str(text) for text in texts], add_special_tokens=False)
         except Exception as exc:  # the Rust tokenizer raises its own kinds
             raise EmbedderError(f"the static tokenizer failed: {exc}") from exc
         table = self._vectors
