@@ -23,6 +23,7 @@ from memchentic.embed import (
 )
 from memchentic.embed import distill as distill_module
 from memchentic.embed import static as static_module
+from memchentic.embed.base import LoadOnce
 from memchentic.embed.distill import DISTILL_VERSION, _pca, source_digest
 from memchentic.embed.static import STATIC_MODEL
 from memchentic.errors import EmbedderMismatchError, ValidationError
@@ -102,7 +103,7 @@ def test_a_built_table_is_loaded_not_rebuilt(
         raise AssertionError("the table was rebuilt")
 
     monkeypatch.setattr(static_module, "build_static_model", refuse)
-    monkeypatch.setattr(static_module, "_TABLES", {})  # not the in-process copy either
+    monkeypatch.setattr(static_module, "_TABLES", LoadOnce())  # not the in-process copy
     again = StaticEmbedder(cache_dir=cache)
     texts = ["Alice moved to Porto", "The GUI runs on port 18080"]
     np.testing.assert_array_equal(again.embed_batch(texts), static.embed_batch(texts))

