@@ -23,7 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memchentic"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({
-        "clock", "embed", "errors", "identity", "ids", "lifetime", "llm", "metadata_filter",
+        "clock", "embed", "errors", "file_lock", "identity", "ids", "lifetime", "llm",
+        "metadata_filter",
         "record", "reports", "settings", "text", "validation",
     })),
     ("store", frozenset({"store"})),

@@ -14,6 +14,7 @@ needs torch and transformers, once.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from memchentic.errors import EmbedderError, ValidationError
+from memchentic.file_lock import file_lock
 
 from .base import Embedder, LoadOnce
 from .distill import DISTILL_VERSION, build_static_model
@@ -58,8 +60,10 @@ def default_cache_dir() -> Path:
     return Path(base) / "memchentic"
 
 
-def _default_table(cache: Path) -> Path:
-    """The folder of the table built from the packaged MiniLM, built on first use."""
+@functools.cache
+def _source() -> tuple[Path, str]:
+    """The packaged MiniLM's folder, and the name of the table built from it (recipe
+    version, package release, weights' size): read once per process."""
     from .local import bundled_model_path
 
     source = bundled_model_path()
@@ -69,35 +73,21 @@ def _default_table(cache: Path) -> Path:
         release = "unknown"
     weights = source / "model.safetensors"
     stamp = weights.stat().st_size if weights.is_file() else 0
-    folder = cache / f"static-minilm-l6-v2-v{DISTILL_VERSION}-{release}-{stamp}"
+    return source, f"static-minilm-l6-v2-v{DISTILL_VERSION}-{release}-{stamp}"
+
+
+def _default_table(cache: Path) -> Path:
+    """The folder of the table built from the packaged MiniLM, built on first use."""
+    source, name = _source()
+    folder = cache / name
     if (folder / "vectors.npy").is_file():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
-    with _build_lock(cache / ".static-build.lock"):
+    with file_lock(cache / ".static-build.lock"):
         if not (folder / "vectors.npy").is_file():  # another process may have built it
             log.info("building the static embedder's table in %s (once, under a minute)", folder)
             build_static_model(source, folder)
     return folder
-
-
-class _build_lock:  # noqa: N801 - used as a context manager, reads like a function
-    """An exclusive lock on ``path`` across processes (flock where the OS has it)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.handle: Any = None
-
-    def __enter__(self) -> None:
-        self.handle = self.path.open("a+")
-        try:
-            import fcntl
-
-            fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
-        except ImportError:  # no flock (Windows): the rename in the build still protects
-            pass
-
-    def __exit__(self, *exc: object) -> None:
-        self.handle.close()
 
 
 def _load_table(folder: Path) -> tuple[np.ndarray, Any]:

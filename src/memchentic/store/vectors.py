@@ -52,19 +52,19 @@ leaves few rows.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
+from ..file_lock import file_lock
 from .ivf import (
     LISTS_PER_SQRT_N,
     RETRAIN_FACTOR,
@@ -83,15 +83,9 @@ _FLOAT32 = np.dtype(np.float32).str
 _UINT64 = np.dtype(np.uint64).str
 
 
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def _file_lock(path: Path) -> AbstractContextManager[None]:
     """Serialise saving and loading of one index file across processes."""
-    with open(path.with_suffix(path.suffix + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock(path.with_suffix(path.suffix + ".lock"))
 
 
 class VectorIndex:
