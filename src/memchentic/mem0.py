@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from . import validation as check
 from .clock import to_text
 from .errors import NotFoundError, ValidationError
 from .record import MemoryRecord
@@ -197,6 +198,7 @@ class _Adapter:
         """Delete the memories of exactly this scope; at least one id is required."""
         if user_id is None and agent_id is None and run_id is None:
             raise ValidationError("scope", "delete_all needs user_id, agent_id or run_id")
+        check.scope_value(run_id, "run_id")  # mem0's name for it, before the engine's
         self.engine.delete_all(user_id=user_id, agent_id=agent_id, session_id=run_id)
         return {"message": "Memories deleted successfully!"}
 

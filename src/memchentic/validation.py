@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,28 @@ def optional_text(value: Any, field: str, limit: int = MAX_SHORT_TEXT_CHARS) -> 
     if "\x00" in value:
         raise ValidationError(field, "must not contain NUL characters")
     return _encodable(value, field) or None
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` has a character a person can see: not only whitespace, and
+    not only invisible format characters (zero-width spaces and joiners, the BOM,
+    bidirectional marks: Unicode category Cf)."""
+    return any(not ch.isspace() and unicodedata.category(ch) != "Cf" for ch in text)
+
+
+def scope_value(value: Any, field: str) -> str | None:
+    """A scope that selects memories to act on (``delete_all``'s ``user_id``,
+    ``agent_id``, ``session_id``, ``namespace``): ``None`` is "not given"; any
+    string must name something. An empty, blank or invisible-only value is an error
+    naming the field, never "no scope": read as "no scope", ``session_id=""`` once
+    widened a delete to everything the caller may change (issue 32, item 1)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(field, "must be a string")
+    if not visible(value):
+        raise ValidationError(field, "must not be empty, blank or only invisible characters")
+    return value
 
 
 def unit_interval(value: Any, field: str) -> float:

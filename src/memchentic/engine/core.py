@@ -188,15 +188,18 @@ class Core:
         """What a read made with this scope may see. ``agent_id`` alone: that agent's
         memories in every namespace the caller may read (its own namespace, and the
         memories it wrote for users); with ``user_id``: that agent's memories and
-        the user's shared ones. ``filters``: on metadata (:mod:`memchentic.metadata_filter`)."""
+        the user's shared ones (the same with ``namespace``). ``filters``: on metadata (:mod:`memchentic.metadata_filter`)."""
         if agent_id is not None and user_id is None and namespace is None:
             requested = None
             fields["by_agent"] = check_identifier("agent_id", agent_id)
         else:
             requested = read_scope(namespace=namespace, user_id=user_id, agent_id=agent_id)
         namespaces = self.access.readable(self.principal, requested)
-        if user_id is not None and agent_id is not None and namespace is None:
-            fields["agent_id"] = agent_id  # that agent's memories and the user's shared ones
+        if agent_id is not None and (user_id is not None or namespace is not None):
+            # that agent's memories and the agent-less (shared) ones of the namespace,
+            # never another agent's: with ``namespace`` as with ``user_id`` (issue 32,
+            # item 11; delete_all narrows further, to the agent's own)
+            fields["agent_id"] = check_identifier("agent_id", agent_id)
         fields.setdefault("isolated", not self.principal.trusted)
         fields["metadata"] = parse_filters(filters)
         return MemoryFilter(namespaces=namespaces, now=now, **fields)

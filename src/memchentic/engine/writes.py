@@ -345,6 +345,9 @@ class Writes(Core):
             raise ValidationError(
                 "scope", "delete_all needs user_id, agent_id, session_id or namespace"
             )
+        for field, value in (("user_id", user_id), ("agent_id", agent_id),
+                             ("session_id", session_id), ("namespace", namespace)):
+            check.scope_value(value, field)  # "" is an error, never "no scope"
         sid = check.optional_text(session_id, "session_id", 256)
         flt = self._read_filter(
             user_id=user_id, agent_id=agent_id, namespace=namespace, now=utcnow(),
