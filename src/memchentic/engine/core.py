@@ -188,7 +188,8 @@ class Core:
         """What a read made with this scope may see. ``agent_id`` alone: that agent's
         memories in every namespace the caller may read (its own namespace, and the
         memories it wrote for users); with ``user_id``: that agent's memories and
-        the user's shared ones (the same with ``namespace``). ``filters``: on metadata (:mod:`memchentic.metadata_filter`)."""
+        the user's shared ones (the same with ``namespace``). ``filters``: on metadata
+        (:mod:`memchentic.metadata_filter`)."""
         if agent_id is not None and user_id is None and namespace is None:
             requested = None
             fields["by_agent"] = check_identifier("agent_id", agent_id)
