@@ -50,6 +50,12 @@ class MemoryFilter:
     #: Rank with statistics of the visible rows only (untrusted callers): keyword
     #: scores and order must not depend on rows the caller cannot see.
     isolated: bool = False
+    #: Memories of that session only (working memory is read by session, along an
+    #: index; issue 32, item 3). Never set by search: session ids do not filter it.
+    session_id: str | None = None
+    #: Memories that identity (``Principal.identity_id``) first wrote: the actor of
+    #: their version 1 (the per-identity cap of working memory; issue 32, item 3).
+    written_by: str | None = None
 
     def is_unrestricted(self) -> bool:
         """True when every live row passes (no namespace or field restriction)."""
@@ -70,6 +76,8 @@ class MemoryFilter:
             and not self.exclude_ids
             and self.by_agent is None
             and self.metadata is None
+            and self.session_id is None
+            and self.written_by is None
         )
 
 
@@ -120,6 +128,12 @@ _SUPERSEDED_AS_OF = (
     "WHERE sup.id = {a}.superseded_by AND "
     "COALESCE(sup.valid_from, sup.created_at) <= ? AND "
     "(sup.valid_to IS NULL OR sup.valid_to > ?)))"
+)
+
+#: Who first wrote a memory: the actor of its version 1 (``write.resolve``).
+_WRITTEN_BY = (
+    "EXISTS (SELECT 1 FROM versions wv WHERE wv.memory_id = {a}.id AND wv.version = 1 "
+    "AND wv.actor = ?)"
 )
 
 
@@ -175,6 +189,10 @@ def clauses(flt: MemoryFilter) -> list[Clause] | None:
         out.append(Sql("({a}.agent_id = ? OR {a}.namespace = ?)", (agent, f"agent:{agent}")))
     if flt.metadata is not None:
         out.append(Meta(flt.metadata))
+    if flt.session_id is not None:  # the literal <> '': the partial session indexes apply
+        out.append(Sql("({a}.session_id = ? AND {a}.session_id <> '')", (flt.session_id,)))
+    if flt.written_by is not None:
+        out.append(Sql(_WRITTEN_BY, (flt.written_by,)))
     return out
 
 

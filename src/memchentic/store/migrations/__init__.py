@@ -31,6 +31,7 @@ STEPS: tuple[str, ...] = (
     "m006_invitations",
     "m007_session_order",
     "m008_metadata_index",
+    "m009_working_by_session",
 )
 
 

@@ -289,6 +289,17 @@ def m008_metadata_index(conn: Any) -> None:
     )
 
 
+def m009_working_by_session(conn: Any) -> None:
+    """A session's memories of one type in one namespace, newest last: working memory
+    is read by session along it, one namespace at a time, not found in a window of
+    the newest memories, which another writer could flood (issue 32, item 3). Partial
+    like ``ix_memories_session``: the read names ``session_id <> ''`` literally."""
+    conn.execute(
+        "CREATE INDEX ix_memories_working "
+        "ON memories (session_id, type, namespace, created_at, id) WHERE session_id <> ''"
+    )
+
+
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())
 
 

@@ -278,6 +278,17 @@ def m008_metadata_index(conn: sqlite3.Connection) -> None:
     that a schema version means the same changes on both backends."""
 
 
+def m009_working_by_session(conn: sqlite3.Connection) -> None:
+    """A session's memories of one type in one namespace, newest last: working memory
+    is read by session along it, one namespace at a time, not found in a window of
+    the newest memories, which another writer could flood (issue 32, item 3). Partial
+    like ``ix_memories_session``: the read names ``session_id <> ''`` literally."""
+    conn.execute(
+        "CREATE INDEX ix_memories_working "
+        "ON memories(session_id, type, namespace, created_at, id) WHERE session_id <> ''"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())
 
 
