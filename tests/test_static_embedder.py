@@ -218,3 +218,82 @@ def test_get_embedder_knows_static_and_minilm(settings: Settings) -> None:
     assert get_embedder("static", settings).model == STATIC_MODEL
     assert get_embedder(None, settings, recorded=STATIC_MODEL).model == STATIC_MODEL
     assert get_embedder("hash", settings, recorded=STATIC_MODEL).model == "hash-v1"
+
+
+def _damage_nan(vectors: Path) -> None:
+    table = np.load(vectors)
+    np.save(vectors, np.full_like(table, np.nan))
+
+
+def _damage_no_columns(vectors: Path) -> None:
+    np.save(vectors, np.zeros((np.load(vectors).shape[0], 0), dtype=np.float32))
+
+
+def _damage_truncate(vectors: Path) -> None:
+    data = vectors.read_bytes()
+    vectors.write_bytes(data[: len(data) // 3])
+
+
+def _damage_one_value(vectors: Path) -> None:
+    table = np.load(vectors)
+    table[100, 3] += 0.5  # finite and the right shape: only the recorded digest knows
+    np.save(vectors, table)
+
+
+@pytest.mark.parametrize(
+    "damage", [_damage_nan, _damage_no_columns, _damage_truncate, _damage_one_value]
+)
+def test_a_damaged_table_is_rebuilt_not_used(
+    static: StaticEmbedder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    damage: Callable[[Path], None],
+) -> None:
+    """Issue 32, item 7: a table of NaNs loaded silently (NaN vectors stored, search
+    by keywords alone), a zero-column one failed at the first search, a truncated one
+    failed until someone deleted the folder. Each is now found on load and rebuilt."""
+    import shutil
+
+    good = Path(static.model_path)
+    folder = tmp_path / good.name
+    shutil.copytree(good, folder)
+    damage(folder / "vectors.npy")
+    rebuilt: list[Path] = []
+
+    def rebuild(source: Path, target: Path, **kwargs: Any) -> Path:
+        rebuilt.append(target)
+        shutil.copytree(good, target)  # as the real build, without its 40 s
+        return target
+
+    monkeypatch.setattr(static_module, "build_static_model", rebuild)
+    monkeypatch.setattr(static_module, "_TABLES", LoadOnce())
+    again = StaticEmbedder(cache_dir=tmp_path)
+    assert rebuilt == [folder]
+    texts = ["Alice moved to Porto", "The GUI runs on port 18080"]
+    vectors = again.embed_batch(texts)
+    assert again.dimension == static.dimension and np.isfinite(vectors).all()
+    np.testing.assert_array_equal(vectors, static.embed_batch(texts))
+    assert not [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
+
+
+def test_a_damaged_table_of_ones_own_is_a_clear_error(
+    static: StaticEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table at ``model_path`` is the user's: never rebuilt or moved, refused."""
+    import shutil
+
+    from memchentic.errors import EmbedderError
+
+    folder = tmp_path / "mine"
+    shutil.copytree(static.model_path, folder)
+    _damage_nan(folder / "vectors.npy")
+    monkeypatch.setattr(static_module, "_TABLES", LoadOnce())
+    with pytest.raises(EmbedderError, match="not finite"):
+        StaticEmbedder(model_path=folder)
+    assert (folder / "vectors.npy").is_file()
+
+
+def test_the_build_records_the_tables_digest(static: StaticEmbedder) -> None:
+    from memchentic.embed.distill import file_digest
+
+    assert static.info["vectors_sha256"] == file_digest(Path(static.model_path) / "vectors.npy")

@@ -39,6 +39,15 @@ _UNUSED = re.compile(r"^\[unused\d+\]$")
 _BATCH = 1024
 
 
+def file_digest(path: Path) -> str:
+    """SHA-256 of one file, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def source_digest(source: Path) -> str:
     """SHA-256 of the source model's weights and tokenizer (what the build depends on)."""
     digest = hashlib.sha256()
@@ -145,6 +154,7 @@ def build_static_model(
     staging = Path(tempfile.mkdtemp(prefix=f".{target_path.name}-", dir=target_path.parent))
     try:
         np.save(staging / "vectors.npy", vectors.astype(np.float32))
+        table_digest = file_digest(staging / "vectors.npy")
         with (staging / "tokenizer.json").open("w", encoding="utf-8") as handle:
             json.dump(spec, handle, ensure_ascii=False)
         info = {
@@ -155,6 +165,7 @@ def build_static_model(
             "dims": dims,
             "sif": sif,
             "tokens": len(vectors),
+            "vectors_sha256": table_digest,  # checked on every load
         }
         with (staging / "static.json").open("w", encoding="utf-8") as handle:
             json.dump(info, handle, indent=2)

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from memchentic.errors import EmbedderError, ValidationError
 from memchentic.file_lock import file_lock
 
 from .base import Embedder, LoadOnce
-from .distill import DISTILL_VERSION, build_static_model
+from .distill import DISTILL_VERSION, build_static_model, file_digest
 
 __all__ = ["STATIC_MODEL", "StaticEmbedder", "default_cache_dir", "static_available"]
 
@@ -76,18 +77,34 @@ def _source() -> tuple[Path, str]:
     return source, f"static-minilm-l6-v2-v{DISTILL_VERSION}-{release}-{stamp}"
 
 
-def _default_table(cache: Path) -> Path:
-    """The folder of the table built from the packaged MiniLM, built on first use."""
+def _default_table(cache: Path, *, damaged: bool = False) -> Path:
+    """The folder of the table built from the packaged MiniLM, built on first use.
+    ``damaged``: the folder failed its checks on load; unless another process has
+    rebuilt it meanwhile, it is moved aside and built again (issue 32, item 7)."""
     source, name = _source()
     folder = cache / name
-    if (folder / "vectors.npy").is_file():
+    if not damaged and (folder / "vectors.npy").is_file():
         return folder
     cache.mkdir(parents=True, exist_ok=True)
     with file_lock(cache / ".static-build.lock"):
+        if damaged and folder.exists() and _damage(folder) is not None:
+            aside = cache / f".{name}.damaged-{os.getpid()}"
+            shutil.rmtree(aside, ignore_errors=True)
+            os.replace(folder, aside)  # whole, as the build puts it in place
+            shutil.rmtree(aside, ignore_errors=True)
         if not (folder / "vectors.npy").is_file():  # another process may have built it
             log.info("building the static embedder's table in %s (once, under a minute)", folder)
             build_static_model(source, folder)
     return folder
+
+
+def _damage(folder: Path) -> str | None:
+    """Why the table in ``folder`` cannot be used, or None when it passes its checks."""
+    try:
+        _read_table(folder)
+    except EmbedderError as exc:
+        return str(exc)
+    return None
 
 
 def _load_table(folder: Path) -> tuple[np.ndarray, Any]:
@@ -109,12 +126,31 @@ def _read_table(folder: Path) -> tuple[np.ndarray, Any]:
         raise EmbedderError(f"could not load the static model from {folder}: {exc}") from exc
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    if vectors.ndim != 2 or vectors.shape[0] < tokenizer.get_vocab_size():
+    _check_table(folder, vectors, tokenizer.get_vocab_size())
+    return np.ascontiguousarray(vectors, dtype=np.float32), tokenizer
+
+
+def _check_table(folder: Path, vectors: np.ndarray, vocabulary: int) -> None:
+    """A table fit to embed with: one row of at least one finite number per token,
+    and the bytes its build recorded. A table of NaNs would store NaN vectors and
+    leave search to keywords alone; one of zero columns would fail at the first
+    search (issue 32, item 7)."""
+    if vectors.ndim != 2 or vectors.shape[0] < vocabulary or vectors.shape[1] < 1:
         raise EmbedderError(
             f"the static model in {folder} has a table of shape {vectors.shape} "
-            f"for a vocabulary of {tokenizer.get_vocab_size()} tokens"
+            f"for a vocabulary of {vocabulary} tokens"
         )
-    return np.ascontiguousarray(vectors, dtype=np.float32), tokenizer
+    if not np.issubdtype(vectors.dtype, np.floating) or not np.isfinite(vectors).all():
+        raise EmbedderError(f"the static model in {folder} holds values that are not finite")
+    info = folder / "static.json"
+    try:
+        recorded = json.loads(info.read_text()).get("vectors_sha256") if info.is_file() else None
+    except (OSError, ValueError, AttributeError) as exc:
+        raise EmbedderError(f"the static model in {folder} has an unreadable static.json") from exc
+    if recorded is not None and file_digest(folder / "vectors.npy") != recorded:
+        raise EmbedderError(
+            f"the static model in {folder} is not the table its build recorded (SHA-256)"
+        )
 
 
 class StaticEmbedder(Embedder):
@@ -135,6 +171,11 @@ class StaticEmbedder(Embedder):
         if model_path is None:
             cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
             folder = _default_table(cache)
+            try:
+                _load_table(folder)
+            except EmbedderError as exc:  # ours to rebuild: a killed disk, a bad copy
+                log.warning("the static embedder's table is damaged (%s); rebuilding it", exc)
+                folder = _default_table(cache, damaged=True)
             self.model = STATIC_MODEL
         else:
             folder = Path(model_path).expanduser()
