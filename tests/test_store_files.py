@@ -382,3 +382,45 @@ def test_a_vector_index_save_that_fails_leaves_no_temporary_file(
     with pytest.raises(OSError, match="No space left"):
         index.save(tmp_path / "memory.db.vectors", "epoch")
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == []
+
+
+def _killed_copy(path: Path) -> None:
+    """What a backup killed while copying leaves: the partial copy and SQLite's hot
+    rollback journal beside it (a process that dies inside a write transaction)."""
+    script = (
+        "import os, sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('CREATE TABLE t(x)')\n"
+        "conn.execute('INSERT INTO t VALUES (1)')\n"
+        "conn.execute('BEGIN IMMEDIATE')\n"
+        "conn.execute('INSERT INTO t SELECT randomblob(4096) FROM t')\n"
+        "conn.execute('UPDATE t SET x = randomblob(8192)')\n"
+        "os._exit(9)  # killed mid-write: no commit, no close\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script, str(path)], check=False)
+    assert child.returncode == 9
+    journal = path.with_name(f"{path.name}-journal")
+    assert journal.exists(), "the killed writer left no journal: the test proves nothing"
+    for file in (path, journal):
+        long_ago = time.time() - 30 * 86400
+        os.utime(file, (long_ago, long_ago))
+
+
+def test_a_killed_backup_leaves_no_journal_after_the_next_backup_and_open(
+    closed_store: Path,
+) -> None:
+    """Issue 32, item 8: the ``.partial`` copy of a killed backup was cleaned, its
+    ``.partial-journal`` stayed beside the store for good."""
+    folder = closed_store.parent
+    # a killed backup into the folder of the next one, and a killed restore into the store
+    into_folder = folder / f".monday.db.{_dead_pid()}.partial"
+    into_store = folder / f".{closed_store.name}.{_dead_pid()}.partial"
+    _killed_copy(into_folder)
+    _killed_copy(into_store)
+    with Memory(path=closed_store, embedder="hash") as mem:
+        assert [r.content for r in mem.list()] == ["The heron fishes at the weir"]
+        assert not into_store.exists()
+        assert not into_store.with_name(f"{into_store.name}-journal").exists()
+        backup(mem.store, folder / "tuesday.db", Settings())
+    left = sorted(p.name for p in folder.iterdir() if ".partial" in p.name)
+    assert left == []

@@ -271,8 +271,9 @@ class SQLiteCheck:
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"backup to {target} failed: {exc}") from exc
         finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+            for leftover in (tmp, tmp.with_name(f"{tmp.name}-journal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
         with contextlib.suppress(OSError):  # make the new name durable
             fd = os.open(target.parent, os.O_RDONLY)
             try:

@@ -11,7 +11,7 @@ store changes it, and what killed processes left behind (issue 20, items 14-16).
   ``mode=ro``: a read-only connection to a WAL file leaves ``-wal`` and ``-shm``
   behind, a read-write one that only reads removes them when it closes.)
 * :func:`remove_leftovers`: hidden copies of killed backups
-  (``.NAME.PID.partial``) and vector-index files of killed or disk-full saves
+  (``.NAME.PID.partial`` and its ``-journal``) and vector-index files of killed or disk-full saves
   (``NAME.vectors.PID.tmp``) are removed at the next open or backup, when the
   process that wrote them is gone (or is an older process with the same id).
 """
@@ -43,8 +43,11 @@ SECURE_CHECKPOINT_WAIT_MS = 2_000
 #: written by an earlier process that had the same id (a container restarts with
 #: the same small ids).
 _LOADED = time.time()
-#: ``.NAME.PID.partial``: a backup (or restore) copy being written.
-PARTIAL = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.partial$")
+#: ``.NAME.PID.partial``: a backup (or restore) copy being written, and the files
+#: SQLite keeps beside it while it is written (``-journal``; ``-wal``, ``-shm``): a
+#: killed backup leaves its rollback journal too (issue 32, item 8).
+PARTIAL_SUFFIX = r"\.partial(?:-journal|-wal|-shm)?"
+PARTIAL = re.compile(rf"^\.(?P<name>.+)\.(?P<pid>\d+){PARTIAL_SUFFIX}$")
 
 
 def vector_tmp(store_name: str) -> re.Pattern[str]:
@@ -196,5 +199,5 @@ def remove_leftovers(folder: Path, patterns: Sequence[re.Pattern[str]]) -> list[
 def store_leftovers(path: Path) -> list[Path]:
     """Leftovers of the store file ``path``: its vector-index temporaries and hidden
     partial copies written to its own name (a killed backup or restore into it)."""
-    own_partial = re.compile(rf"^\.{re.escape(path.name)}\.(?P<pid>\d+)\.partial$")
+    own_partial = re.compile(rf"^\.{re.escape(path.name)}\.(?P<pid>\d+){PARTIAL_SUFFIX}$")
     return remove_leftovers(path.parent, [vector_tmp(path.name), own_partial])
