@@ -168,7 +168,8 @@ def test_edges_and_turns_are_scanned(make_mem: Callable[..., Memory]):
     turn = mem.add_message({"role": "user", "content": f"my key is {KEY}",
                             "metadata": {"password": "hunter22"}})  # fmt: skip
     assert turn.content == "my key is [REDACTED:aws_access_key]"
-    assert turn.metadata == {"password": "[REDACTED:password]"}
+    assert turn.metadata == {"password": "[REDACTED:password]",  # and what was redacted
+                             "redacted": ["aws_access_key", "password"], "redacted_count": 2}
     assert KEY not in json.dumps([t.to_dict() for t in mem.get_history()])
     redacting = make_mem("r", settings=Settings(secret_policy="redact"))
     c, d = redacting.add("Carol").id, redacting.add("Dave").id
@@ -255,7 +256,9 @@ def test_http_every_field_edge_and_turn_is_scanned(live: Live):
     turn = alice.post("/v1/turns", json={"role": "user", "content": f"use {MCK}",
                                          "metadata": {"api_key": "Zx9Kq2Lm7Vb4"}})  # fmt: skip
     assert turn.json()["content"] == "use [REDACTED:memchentic_key]"
-    assert turn.json()["metadata"] == {"api_key": "[REDACTED:password]"}
+    assert turn.json()["metadata"] == {"api_key": "[REDACTED:password]",
+                                       "redacted": ["memchentic_key", "password"],
+                                       "redacted_count": 2}  # fmt: skip
     history = alice.get("/v1/turns").text
     assert MCK not in history and "Zx9Kq2Lm7Vb4" not in history
     everything = live.http("admin").get("/v1/export").text

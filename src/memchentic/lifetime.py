@@ -18,8 +18,13 @@ def initial_expiry(
     ttl_days: float | None = None,
     permanent: bool = False,
     expires_at: datetime | None = None,
+    speech: bool = False,
 ) -> datetime | None:
-    """Expiry of a write: ``expires_at`` > permanent / ``ttl_days=0`` > ``ttl_days`` > default."""
+    """Expiry of a write: ``expires_at`` > permanent / ``ttl_days=0`` > ``ttl_days`` > default.
+
+    The default is ``MEMORY_DEFAULT_TTL_DAYS``, or for a record of what was said
+    (``speech``: a logged turn) ``RECORD_DEFAULT_TTL_DAYS`` (0 = never; issue 31,
+    item 8); 0 means permanent in both."""
     if expires_at is not None:
         return expires_at
     if permanent:
@@ -38,7 +43,7 @@ def initial_expiry(
             return now + days(float(ttl_days))
         except OverflowError as exc:
             raise ValidationError("ttl_days", "ends after the year 9999") from exc
-    default = settings.memory_default_ttl_days
+    default = settings.record_default_ttl_days if speech else settings.memory_default_ttl_days
     return None if default == 0 else now + days(default)
 
 

@@ -293,6 +293,11 @@ class Settings(BaseSettings):
     memory_default_ttl_days: float = _env(
         "MEMORY_DEFAULT_TTL_DAYS", 90.0, "Expiry of a memory saved without ttl.", ge=0
     )
+    record_default_ttl_days: float = _env(
+        "RECORD_DEFAULT_TTL_DAYS", 0.0,
+        "Expiry of a record of what was said (episodic, on_duplicate=keep, role or speaker "
+        "in metadata) saved without ttl (0 = never).", ge=0,
+    )  # fmt: skip
     memory_ttl_extend_days: float = _env(
         "MEMORY_TTL_EXTEND_DAYS", 90.0, "E: a recall extends expiry to now + E.", ge=0
     )

@@ -46,7 +46,13 @@ from ..write.auto_edges import EdgeClassifier, RuleEdges
 from ..write.polarity import PolarityClassifier, RulePolarity
 from ..write.resolve import WriteContext
 from ..write.resolvers import Resolver, default_resolver
-from ..write.secrets import RECORD_FIELDS, apply_policy, kinds_of
+from ..write.secrets import (
+    RECORD_FIELDS,
+    apply_policy,
+    kinds_of,
+    redaction_note,
+    redaction_reason,
+)
 
 
 class Core:
@@ -252,16 +258,19 @@ class Core:
 
     def _apply_secret_policy(
         self, record: MemoryRecord, policy: str, fields: Sequence[str] = RECORD_FIELDS
-    ) -> WriteResult | None:
-        """Secrets in ``fields`` (every field a write sets): a ``refused`` result, or
-        redacted in place (their kinds in ``metadata["redacted"]``) (DESIGN 4, step 5)."""
+    ) -> tuple[WriteResult | None, str | None]:
+        """Secrets in ``fields`` (every field a write sets), DESIGN 4, step 5: a
+        ``refused`` result, or redacted in place with the reason to report
+        (``redacted:KIND,... (N)``; the kinds in ``metadata["redacted"]``, how many
+        spans in ``metadata["redacted_count"]``, never the secret itself)."""
         found = apply_policy(record, policy, fields)
         if not found:
-            return None
+            return None, None
         if policy == "refuse":
-            return WriteResult("refused", None, [], reason="secret:" + ",".join(kinds_of(found)))
-        record.metadata = {**record.metadata, "redacted": kinds_of(found)}
-        return None
+            refusal = WriteResult("refused", None, [], reason="secret:" + ",".join(kinds_of(found)))
+            return refusal, None
+        record.metadata = {**record.metadata, **redaction_note(found)}
+        return None, redaction_reason(found)
 
     def _entities(self, record: MemoryRecord) -> builtins.list[str]:
         text = " ".join(filter(None, (record.title, record.content)))

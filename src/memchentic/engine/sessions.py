@@ -13,7 +13,9 @@ session summaries.
   under the slot ``session:<id>:summary``, so running it again replaces it.
   The default summariser is extractive (no model): :class:`ExtractiveSummarizer`.
 - Secrets in turns (content and metadata) are redacted (unless
-  ``SECRET_POLICY=allow``): refusing a turn would break the conversation log.
+  ``SECRET_POLICY=allow``): refusing a turn would break the conversation log. The
+  turn's metadata says what was redacted (``redacted``: the kinds,
+  ``redacted_count``: how many), never the secret itself.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from .. import validation as check
@@ -29,7 +32,7 @@ from ..errors import NamespaceError, ValidationError
 from ..ids import new_id
 from ..learn.summaries import ExtractiveSummarizer, Summarizer
 from ..record import MemoryRecord, Turn, WriteResult
-from ..write.secrets import redact_value, scan_value
+from ..write.secrets import apply_policy, redaction_note
 from .core import Core
 from .reads import Reads
 from .writes import Writes
@@ -100,8 +103,10 @@ class Sessions(Writes, Reads):
         text = check.content(content, self.settings)
         meta = check.metadata(metadata, self.settings)
         if self.settings.secret_policy != "allow":  # redacted, never refused (the docstring)
-            text = redact_value(text) if scan_value(text) else text
-            meta = redact_value(meta) if scan_value(meta) else meta
+            said = SimpleNamespace(content=text, metadata=meta)
+            found = apply_policy(said, "redact", ("content", "metadata"))
+            if found:  # the kinds and how many, never the secret (issue 31, item 6)
+                text, meta = said.content, {**said.metadata, **redaction_note(found)}
         sid = resolve_session_id(self, session_id, user_id)
         ns = self._write_namespace(namespace, user_id, agent_id)
         if not self.access.can_write(self.principal, ns, WORKING_TYPE):

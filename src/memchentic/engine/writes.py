@@ -19,10 +19,11 @@ from ..ids import new_id
 from ..lifetime import initial_expiry
 from ..record import MemoryRecord, WriteResult, normalise_type
 from ..store.filters import by_agent
-from ..write.resolve import WriteContext, diff, record_version, resolve_many
+from ..write.resolve import EPISODIC, WriteContext, diff, record_version, resolve_many
 from ..write.secrets import RECORD_FIELDS, effective_policy, police_record
 from ..write.statements import memory_embedding_text
 from .core import Core
+from .quotas import check_working_cap
 
 
 @dataclass(slots=True)
@@ -30,6 +31,27 @@ class _Prepared:
     record: MemoryRecord
     text_for_embedding: str
     refusal: WriteResult | None = None
+    #: What redaction did (``redacted:KIND,... (N)``), reported in the result's reason.
+    redacted: str | None = None
+
+
+#: Metadata keys that name who said a memory (read by the speaker cue, too).
+SPEAKER_KEYS = ("role", "speaker")
+
+
+def records_speech(type_: str, on_duplicate: str, metadata: Mapping[str, Any]) -> bool:
+    """Whether a write records what was said (a logged turn) rather than knowledge:
+    an ``episodic`` memory, a write with ``on_duplicate="keep"`` (per call or
+    ``DUPLICATE_POLICY``), or one whose metadata names its speaker (a non-empty
+    ``role`` or ``speaker``: how ``record_turn`` callers and mem0's ``infer=False``
+    log messages through ``add``). The first two are what
+    :func:`memchentic.write.resolve.is_record_of_speech` calls a record of speech.
+
+    Such a write has a secret redacted rather than being refused, and its default
+    lifetime is ``RECORD_DEFAULT_TTL_DAYS`` (issue 31, items 6 and 8)."""
+    if type_ == EPISODIC or on_duplicate == "keep":
+        return True
+    return any(isinstance(metadata.get(k), str) and metadata[k].strip() for k in SPEAKER_KEYS)
 
 
 class Writes(Core):
@@ -73,7 +95,8 @@ class Writes(Core):
                 raise ValidationError("content", "is required")
             policies.append(options.pop("on_duplicate", None))
             linking.append(bool(options.pop("auto_edges", False)))
-            prepared.append(self._prepare(**options, _scopes=scopes))
+            on_duplicate = self._duplicate_policy(policies[-1])
+            prepared.append(self._prepare(**options, _scopes=scopes, _on_duplicate=on_duplicate))
         if not prepared:
             return []
         todo = [p for p in prepared if p.refusal is None]
@@ -93,6 +116,7 @@ class Writes(Core):
             for prep, policy, link in zip(prepared, policies, linking, strict=True)
         ]  # fmt: skip
         with self.store.write():
+            check_working_cap(self, [p.record for p in todo], utcnow())
             resolved = iter(resolve_many([
                 (ctx, prep.record, by_id[prep.record.id])
                 for prep, ctx in zip(prepared, contexts, strict=True) if prep.refusal is None
@@ -100,6 +124,9 @@ class Writes(Core):
             results = [
                 prep.refusal if prep.refusal is not None else next(resolved) for prep in prepared
             ]
+        for prep, result in zip(prepared, results, strict=True):
+            if prep.redacted is not None:  # what was redacted, beside the rule that decided
+                result.reason = "; ".join(filter(None, (result.reason, prep.redacted)))
         pending: list[tuple[str, str, str, dict[str, object]]] = []
         for prep, ctx, result in zip(prepared, contexts, results, strict=True):
             pending.extend(ctx.pending)
@@ -138,6 +165,7 @@ class Writes(Core):
         secrets: str | None = None,
         now: datetime | str | None = None,
         _scopes: dict[tuple[Any, ...], Any] | None = None,
+        _on_duplicate: str = "refuse",
     ) -> _Prepared:
         s = self.settings
         text = check.content(content, s)
@@ -155,6 +183,8 @@ class Writes(Core):
             slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
         clock = self._now(now)
         created = as_utc(created_at, "created_at") or clock
+        meta = check.metadata(metadata, s)
+        speech = records_speech(type_, _on_duplicate, meta)
         record = MemoryRecord(
             id=new_id(int(created.timestamp() * 1000)),
             namespace=ns,
@@ -167,7 +197,7 @@ class Writes(Core):
             tags=check.tags(tags, s),
             path_hint=check.optional_text(path_hint, "path_hint"),
             repo=check.optional_text(repo, "repo"),
-            slot_key=check.optional_text(slot_key, "slot_key", 256),
+            slot_key=check.optional_text(slot_key, "slot_key", check.SLOT_KEY_CHARS),
             user_id=user_id,
             agent_id=agent_id,
             session_id=check.optional_text(session_id, "session_id", 256),
@@ -184,21 +214,24 @@ class Writes(Core):
                 ttl_days=ttl_days,
                 permanent=permanent,
                 expires_at=as_utc(expires_at, "expires_at"),
+                speech=speech,
             ),  # fmt: skip
-            metadata=check.metadata(metadata, s),
+            metadata=meta,
         )
         check.validity(record.valid_from, record.valid_to)
         given = check.entities(entities)
         record.entities = given or []  # scanned with the other fields
-        policy = effective_policy(secrets, s.secret_policy, trusted=self.principal.trusted)
-        refusal = self._apply_secret_policy(record, policy)
+        policy = effective_policy(secrets, s.secret_policy, trusted=self.principal.trusted,
+                                  speech=speech)  # fmt: skip
+        refusal, redacted = self._apply_secret_policy(record, policy)
         if refusal is not None:
             return _Prepared(record, "", refusal)
         record.polarity = self.polarity.polarity(record.content)
         if given is None:
             record.entities = self._entities(record)
         # Unicode forms and invisible characters embed alike
-        return _Prepared(record, memory_embedding_text(record.title, record.content))
+        text = memory_embedding_text(record.title, record.content)
+        return _Prepared(record, text, redacted=redacted)
 
     def revise(self, memory_id: str, content: str | None = None, **changes: Any) -> WriteResult:
         """Edit a memory (content and other fields); moves ``updated_at`` (resets its age)
@@ -285,7 +318,9 @@ class Writes(Core):
         if new.type != old.type:
             new = self._retyped(old, new)
         changed = [f for f in RECORD_FIELDS if f in updates]  # not what was stored before
-        police_record(new, s.secret_policy, changed)
+        speech = records_speech(new.type, "", new.metadata)  # a logged turn is redacted
+        police_record(new, effective_policy(None, s.secret_policy, trusted=True, speech=speech),
+                      changed)  # fmt: skip
         return new
 
     def _retyped(self, old: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
@@ -398,9 +433,9 @@ class Writes(Core):
 
 
 ADD_OPTIONS = frozenset(
-    {*inspect.signature(Writes._prepare).parameters, "on_duplicate", "auto_edges"}
-    - {"self", "_scopes"}
-)
+    {n for n in inspect.signature(Writes._prepare).parameters if not n.startswith("_")}
+    | {"on_duplicate", "auto_edges"}
+) - {"self"}
 
 
 _STATUS_EVENTS = {

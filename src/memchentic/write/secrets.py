@@ -30,7 +30,7 @@ import functools
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +46,21 @@ class SecretFinding:
     end: int
 
 
-def effective_policy(requested: str | None, default: str, *, trusted: bool) -> str:
+def effective_policy(
+    requested: str | None, default: str, *, trusted: bool, speech: bool = False
+) -> str:
     """The policy of one write: the caller's ``requested`` one, which only the trusted
-    principal (an admin key) may make less strict than the store's ``default``."""
+    principal (an admin key) may make less strict than the store's ``default``.
+
+    ``speech``: the write records what was said (a logged turn). Refusing it would
+    lose the rest of the turn and protect nothing (the secret is not stored either
+    way), so where the caller asks for nothing a ``refuse`` default becomes
+    ``redact`` (issue 31, item 6); an explicit ``secrets="refuse"`` still refuses."""
     for name, value in (("secrets", requested), ("SECRET_POLICY", default)):
         if value is not None and value not in POLICIES:
             raise ValidationError(name, "must be one of refuse, redact, allow")
+    if speech and requested is None and default == "refuse":
+        return "redact"
     if requested is None or requested == default or trusted:
         return requested or default
     if POLICIES.index(requested) < POLICIES.index(default):
@@ -425,6 +434,21 @@ def _leaf_findings(text: str, name: str | None) -> list[SecretFinding]:
     return _in_context(name, text) if name else find_secrets(text)
 
 
+def secret_counts(value: Any) -> dict[str, int]:
+    """How many secrets of each kind a string, a list or a JSON object holds, by kind."""
+    if value is None:
+        return {}
+    found = (
+        find_secrets(value)
+        if isinstance(value, str)
+        else [f for _, _, text, name in _leaves(value) for f in _leaf_findings(text, name)]
+    )
+    counts: dict[str, int] = {}
+    for finding in found:
+        counts[finding.kind] = counts.get(finding.kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def scan_value(value: Any) -> list[str]:
     """The kinds of secret in a string, a list of strings or a JSON object, sorted."""
     if value is None:
@@ -464,21 +488,40 @@ RECORD_FIELDS = ("content", "title", "tier_l0", "tier_l1", "slot_key", "path_hin
 SECRET_RULE = "must not contain secrets (keys, passwords, tokens)"
 
 
-def apply_policy(target: Any, policy: str, fields: Iterable[str]) -> dict[str, list[str]]:
-    """Scan the attributes ``fields`` of ``target`` (a record, an edge, a turn): the kinds
-    found per field (none under ``allow``). Under ``redact`` the secrets are replaced
-    in place; under ``refuse`` nothing changes and the caller refuses the write."""
+def apply_policy(
+    target: Any, policy: str, fields: Iterable[str]
+) -> dict[str, dict[str, int]]:
+    """Scan the attributes ``fields`` of ``target`` (a record, an edge, a turn): per
+    field, how many secrets of each kind (none under ``allow``). Under ``redact`` the
+    secrets are replaced in place; under ``refuse`` nothing changes and the caller
+    refuses the write."""
     if policy == "allow":
         return {}
-    found = {name: kinds for name in fields if (kinds := scan_value(getattr(target, name)))}
+    found = {name: kinds for name in fields if (kinds := secret_counts(getattr(target, name)))}
     if policy == "redact":
         for name in found:
             setattr(target, name, redact_value(getattr(target, name)))
     return found
 
 
-def kinds_of(found: dict[str, list[str]]) -> list[str]:
+def kinds_of(found: Mapping[str, Iterable[str]]) -> list[str]:
     return sorted({kind for kinds in found.values() for kind in kinds})
+
+
+def count_of(found: Mapping[str, Mapping[str, int]]) -> int:
+    """How many secrets :func:`apply_policy` found, over every field."""
+    return sum(n for counts in found.values() for n in counts.values())
+
+
+def redaction_note(found: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """What a redacted write's metadata says about it: the kinds and how many spans
+    (never the secret itself)."""
+    return {"redacted": kinds_of(found), "redacted_count": count_of(found)}
+
+
+def redaction_reason(found: Mapping[str, Mapping[str, int]]) -> str:
+    """The reason a redacted write carries: ``redacted:KIND,KIND (N)``."""
+    return f"redacted:{','.join(kinds_of(found))} ({count_of(found)})"
 
 
 def police_value(value: Any, policy: str, field: str) -> Any:
@@ -500,4 +543,4 @@ def police_record(record: Any, policy: str, fields: Iterable[str] = RECORD_FIELD
     if found and policy == "refuse":
         raise ValidationError(",".join(found), SECRET_RULE)
     if found:
-        record.metadata = {**record.metadata, "redacted": kinds_of(found)}
+        record.metadata = {**record.metadata, **redaction_note(found)}
