@@ -41,6 +41,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
 def test_pages_need_a_signed_in_key(live: Live):
     anonymous = live.http(follow_redirects=False)
+    anonymous.headers["Origin"] = live.url  # as a browser's form post from the console
     for path in ("/console", "/console/search?q=x", "/console/events", "/console/memories/x"):
         response = anonymous.get(path)
         assert response.status_code == 303 and response.headers["location"] == "/console/login"
@@ -155,7 +156,8 @@ def test_the_console_in_chromium(live: Live, monkeypatch: pytest.MonkeyPatch):
 def test_a_memory_of_someone_else_is_not_found_in_the_console(live: Live):
     secret = live.mem.for_identity("bob").add("Bob's spare key is under the mat").id
     with httpx.Client(base_url=live.url, follow_redirects=True) as alice:
-        alice.post("/console/login", data={"key": live.keys["alice"]})
+        alice.post("/console/login", data={"key": live.keys["alice"]},
+                   headers={"Origin": live.url})  # fmt: skip
         page = alice.get(f"/console/memories/{secret}")
         assert page.status_code == 200 and f"memory not found: {secret}" in page.text
         found = alice.get("/console/search", params={"q": "spare key under the mat"})

@@ -36,7 +36,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
 
 def _browser(live: Live) -> httpx.Client:
-    return live.http(None, follow_redirects=False)
+    """A browser on the console: its form posts carry the console's ``Origin``."""
+    client = live.http(None, follow_redirects=False)
+    client.headers["Origin"] = live.url
+    return client
 
 
 def _sign_in(live: Live, secret: str, **headers: str) -> tuple[httpx.Client, httpx.Response]:
@@ -118,7 +121,8 @@ def test_the_cookie_holds_a_session_id_not_the_key(live: Live):
 
 def test_the_cookie_is_secure_over_https(live: Live):
     # uvicorn trusts X-Forwarded-Proto from loopback: the app sees https
-    _, response = _sign_in(live, live.keys["bob"], **{"X-Forwarded-Proto": "https"})
+    behind_tls = {"X-Forwarded-Proto": "https", "Origin": live.url.replace("http:", "https:")}
+    _, response = _sign_in(live, live.keys["bob"], **behind_tls)
     assert "Secure" in response.headers["set-cookie"]
 
 
@@ -180,3 +184,37 @@ def test_sessions_end_when_they_expire_and_are_bounded_per_key(make_mem: Callabl
     assert sessions.key(fresh) is None
     for junk in (None, "", "x" * 10_000):
         assert sessions.key(junk) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # no Origin, no Referer
+        {"Origin": "null"},
+        {"Origin": "https://{host}"},  # another scheme
+        {"Origin": "http://{hostname}:1"},  # another port
+        {"Origin": "http://{hostname}"},  # the default port: another origin
+        {"Origin": "http://evil.example"},
+        {"Referer": "http://evil.example/console"},
+        {"Origin": "http://{host}.evil.example"},
+    ],
+)
+def test_a_post_from_anywhere_but_the_consoles_own_origin_is_refused(
+    live: Live, headers: dict[str, str]
+) -> None:
+    """Issue 32, item 12: the Origin check let through posts with no ``Origin`` and
+    compared only the host; scheme and port count too."""
+    host = live.url.removeprefix("http://")
+    hostname = host.split(":")[0]
+    client, _ = _sign_in(live, live.keys["bob"])
+    del client.headers["Origin"]
+    sent = {k: v.format(host=host, hostname=hostname) for k, v in headers.items()}
+    text = f"Bob posts from elsewhere {sorted(sent.items())}"
+    refused = client.post("/console/memories", data={"content": text}, headers=sent)
+    assert refused.status_code == 403
+    assert not [m for m in live.mem.list(namespace="user:bob") if m.content == text]
+    # the same post from the console itself: by Origin, or by a same-origin Referer
+    for own in ({"Origin": live.url}, {"Referer": f"{live.url}/console"}):
+        accepted = client.post("/console/memories", data={"content": f"{text} {own}"},
+                               headers=own)  # fmt: skip
+        assert accepted.status_code == 303, accepted.text

@@ -142,3 +142,22 @@ def test_a_namespace_with_an_agent_means_the_same_everywhere(
     assert found == {ids["bot"], ids["shared"]}
     assert mem.delete_all(agent_id="travel-bot", **scope) == 1
     assert {r.id for r in mem.list(user_id="sam")} == {ids["other"], ids["shared"]}
+
+
+def test_errors_name_the_callers_field(tmp_path: Path) -> None:
+    """Issue 32, item 12: ``POST /v1/working`` with a long ``key`` named ``slot_key``
+    (our name for what it becomes); ``/v1/ask`` named ``query``, not ``question``."""
+    pytest.importorskip("fastapi")
+    from .live_server import live_server
+
+    with live_server(tmp_path, mcp=False, console=False) as live:
+        alice = live.http("alice")
+        long_key = alice.post("/v1/working", json={"content": "draft reply", "key": "k" * 400})
+        assert long_key.status_code == 422
+        assert long_key.json()["error"]["field"] == "key"
+        for question in ("", "q" * 100_000):
+            asked = alice.post("/v1/ask", json={"question": question})
+            assert asked.status_code == 422, asked.text
+            assert asked.json()["error"]["field"] == "question"
+        assert live.mem.list(include_expired=True) == []
+        assert alice.post("/v1/working", json={"content": "draft", "key": "k"}).status_code == 200

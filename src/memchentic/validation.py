@@ -16,6 +16,8 @@ from .settings import Settings
 
 MAX_TAG_CHARS = 128
 MAX_SHORT_TEXT_CHARS = 1024
+#: Longest ``slot_key`` (``add_working``'s ``key`` is a part of one).
+SLOT_KEY_CHARS = 256
 #: Longest id, cursor or entity name (ULIDs are 26; imported ids may be longer).
 MAX_KEY_CHARS = 256
 #: C0 control characters (NUL among them) and DEL: never part of an id, a cursor or
@@ -203,17 +205,18 @@ def page_limit(value: Any, settings: Settings | None) -> int:
     return value
 
 
-def query(value: Any, settings: Settings) -> str:
+def query(value: Any, settings: Settings, field: str = "query") -> str:
     """A search query: refused when longer than ``MAX_QUERY_CHARS`` (cutting it would
-    silently search for something else)."""
+    silently search for something else). ``field``: the caller's name for it (``ask``
+    takes a ``question``)."""
     if not isinstance(value, str):
-        raise ValidationError("query", "must be a string")
+        raise ValidationError(field, "must be a string")
     if not value.strip():
-        raise ValidationError("query", "must not be empty")
-    _encodable(value, "query")
+        raise ValidationError(field, "must not be empty")
+    _encodable(value, field)
     if len(value) > settings.max_query_chars:
         raise ValidationError(
-            "query", f"must be at most {settings.max_query_chars} characters (got {len(value)})"
+            field, f"must be at most {settings.max_query_chars} characters (got {len(value)})"
         )
     return value
 

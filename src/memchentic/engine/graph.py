@@ -213,6 +213,7 @@ class GraphOps(Reads):
         with citations; and an answer when a chat model is given or configured
         (``CHAT_BASE_URL``). When nothing stored matches, ``answerable`` is False, the
         answer says memory cannot answer, and nothing is cited."""
+        question = check.query(question, self.settings, "question")  # the caller's name
         client = chat if chat is not None else ChatClient.from_settings(self.settings)
         return _ask(self, question, limit=limit, chat=client,
                    user_id=user_id, agent_id=agent_id, namespace=namespace)  # fmt: skip

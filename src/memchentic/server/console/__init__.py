@@ -69,9 +69,32 @@ def _cookie_options(request: Request) -> dict[str, Any]:
     return {"httponly": True, "samesite": "strict", "path": "/console", "secure": secure}
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of ``url``, the default port filled in; None when it has
+    none (``null``, a relative or malformed value)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
 def _same_origin(request: Request) -> None:
+    """A form post must come from the console's own origin: scheme, host and port
+    (issue 32, item 12). Browsers send ``Origin`` with every POST; without one, the
+    ``Referer`` (the console keeps it same-origin) must name this origin. A post with
+    neither, or with ``Origin: null``, is refused."""
+    own = _origin_of(f"{request.url.scheme}://{request.headers.get('host', '')}")
     origin = request.headers.get("origin")
-    if origin and urlsplit(origin).netloc != request.headers.get("host"):
+    sender = origin if origin is not None else request.headers.get("referer")
+    if own is None or sender is None or _origin_of(sender) != own:
         raise ApiError(403, "forbidden", "cross-site form submission refused")
 
 
