@@ -250,6 +250,7 @@ def test_a_store_of_the_old_numbering_is_renumbered_and_runs_only_what_it_lacks(
         run("DROP INDEX ix_memories_session")
     if stores.backend == "postgres":  # and before the metadata index (step 8)
         run("DROP INDEX ix_memories_metadata")
+    run("DROP INDEX ix_memories_working")  # and the working memory index (step 9)
     run("DELETE FROM schema_migrations")
     for version, name in old:
         run(

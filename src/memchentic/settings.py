@@ -348,6 +348,13 @@ class Settings(BaseSettings):
     working_memory_ttl_days: float = _env(
         "WORKING_MEMORY_TTL_DAYS", 1.0, "Expiry of add_working() memories (0 = never).", ge=0
     )
+    working_memory_max_per_identity: int = _env(
+        "WORKING_MEMORY_MAX_PER_IDENTITY",
+        1000,
+        "Live working memories one identity may hold in a namespace others share (a group "
+        "or an org; not its own): a write over it is refused (issue 32, item 3).",
+        ge=1,
+    )
     events_retention_days: float = _env(
         "EVENTS_RETENTION_DAYS", 30.0, "maintain() prunes older events (0 = keep all).", ge=0
     )

@@ -34,14 +34,13 @@ from ..context.sections import (
     PREFERENCE_TYPES,
     PROFILE_SLOT_PREFIX,
     SECTIONS,
-    WORKING_TYPE,
     section_for_hit,
     session_summary_slot,
 )
 from ..context.tokens import TokenCounter, get_counter
 from ..errors import ValidationError
 from ..record import MemoryRecord, Turn
-from .sessions import Sessions, resolve_session_id, turn_read_namespace
+from .sessions import Sessions, resolve_session_id, session_working, turn_read_namespace
 
 if TYPE_CHECKING:
     from ..store.base import MemoryFilter
@@ -238,11 +237,8 @@ def _stable(mem: ContextOps, flt: MemoryFilter, got: _Collected) -> None:
 
 def _session_memories(mem: ContextOps, flt: MemoryFilter, sid: str, got: _Collected) -> None:
     """The session's working memory and its summary (one per namespace)."""
-    working = [
-        r for r in mem.store.list_memories(
-            _narrow(flt, types=[WORKING_TYPE]), limit=10_000, newest_first=True
-        ) if r.session_id == sid
-    ][: mem.settings.context_section_limit]  # fmt: skip
+    own = mem.access.default_namespace(mem.principal)
+    working = session_working(mem.store, flt, sid, mem.settings.context_section_limit, own)
     for record in _sorted(working):
         if not got.taken(record.id):
             got.add("working_memory", _memory_item(record, "working_memory", record.importance),

@@ -21,10 +21,11 @@ session summaries.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import validation as check
 from ..context.sections import WORKING_TYPE, session_summary_slot
@@ -36,6 +37,10 @@ from ..write.secrets import apply_policy, redaction_note
 from .core import Core
 from .reads import Reads
 from .writes import Writes
+
+if TYPE_CHECKING:
+    from ..store.base import Store
+    from ..store.filters import MemoryFilter
 
 DEFAULT_SESSION_PREFIX = "default:"
 MAX_SESSION_ID_CHARS = 200
@@ -185,19 +190,16 @@ class Sessions(Writes, Reads):
         limit: int | None = None,
         now: datetime | str | None = None,
     ) -> builtins.list[MemoryRecord]:
-        """The newest ``limit`` (default ``CONTEXT_SECTION_LIMIT``) live working memories
-        of a session, oldest first."""
+        """The newest ``limit`` (default ``CONTEXT_SECTION_LIMIT``, at most
+        ``LIST_MAX_LIMIT``) live working memories of a session, oldest first; read by
+        session, each namespace taking its turn (:func:`session_working`)."""
+        count = self.settings.context_section_limit if limit is None else (
+            check.page_limit(limit, self.settings))  # fmt: skip
         sid = resolve_session_id(self, session_id, user_id)
         flt = self._read_filter(user_id=user_id, agent_id=agent_id, namespace=namespace,
-                                now=self._now(now), types=[WORKING_TYPE])  # fmt: skip
-        if flt.namespaces == []:
-            return []
-        found = [
-            r
-            for r in self.store.list_memories(flt, limit=10_000, newest_first=True)
-            if r.session_id == sid
-        ]
-        return sorted(found[: limit or self.settings.context_section_limit], key=_created)
+                                now=self._now(now))  # fmt: skip
+        own = self.access.default_namespace(self.principal)
+        return sorted(session_working(self.store, flt, sid, count, own), key=_created)
 
     def summarize_session(
         self,
@@ -238,6 +240,34 @@ class Sessions(Writes, Reads):
                 memory_id=result.id, session_id=sid, turns=len(turns), status=result.status,
             )  # fmt: skip
         return result
+
+
+def session_working(
+    store: Store, flt: MemoryFilter, session_id: str, limit: int, first: str | None = None
+) -> builtins.list[MemoryRecord]:
+    """The newest ``limit`` live working memories of a session that pass ``flt``.
+
+    Read by session (``MemoryFilter.session_id``, along ``ix_memories_working``), one
+    namespace at a time, never as a window of the newest working memories: writers
+    of a shared namespace could push a session's own out of such a window (issue 32,
+    item 3). When more than ``limit`` are found, the namespaces take turns, newest
+    first in each, ``first`` (the caller's own namespace) first, so one namespace
+    cannot crowd out another's either."""
+    if flt.namespaces == [] or limit < 1:
+        return []
+    by_session = replace(flt, types=[WORKING_TYPE], session_id=session_id)
+    spaces: builtins.list[Sequence[str] | None] = [None]
+    if flt.namespaces is not None:
+        ordered = sorted(dict.fromkeys(flt.namespaces), key=lambda ns: ns != first)
+        spaces = [[ns] for ns in ordered]
+    found = [
+        store.list_memories(replace(by_session, namespaces=ns), limit=limit, newest_first=True)
+        for ns in spaces
+    ]
+    chosen: builtins.list[MemoryRecord] = []
+    for rank in range(max(map(len, found))):
+        chosen.extend(rows[rank] for rows in found if rank < len(rows))
+    return chosen[:limit]
 
 
 def _created(record: MemoryRecord) -> tuple[str, str]:

@@ -189,8 +189,8 @@ def clauses(flt: MemoryFilter) -> list[Clause] | None:
         out.append(Sql("({a}.agent_id = ? OR {a}.namespace = ?)", (agent, f"agent:{agent}")))
     if flt.metadata is not None:
         out.append(Meta(flt.metadata))
-    if flt.session_id is not None:  # the literal <> '': the partial session indexes apply
-        out.append(Sql("({a}.session_id = ? AND {a}.session_id <> '')", (flt.session_id,)))
+    if flt.session_id is not None:
+        out.append(Sql("{a}.session_id = ?", (flt.session_id,)))
     if flt.written_by is not None:
         out.append(Sql(_WRITTEN_BY, (flt.written_by,)))
     return out

@@ -279,13 +279,14 @@ def m008_metadata_index(conn: sqlite3.Connection) -> None:
 
 
 def m009_working_by_session(conn: sqlite3.Connection) -> None:
-    """A session's memories of one type in one namespace, newest last: working memory
+    """Memories of one type in one namespace, by session, newest last: working memory
     is read by session along it, one namespace at a time, not found in a window of
-    the newest memories, which another writer could flood (issue 32, item 3). Partial
-    like ``ix_memories_session``: the read names ``session_id <> ''`` literally."""
+    the newest memories, which another writer could flood; and the working memories
+    an identity holds in a namespace are counted along it (the cap of issue 32,
+    item 3)."""
     conn.execute(
         "CREATE INDEX ix_memories_working "
-        "ON memories(session_id, type, namespace, created_at, id) WHERE session_id <> ''"
+        "ON memories(type, namespace, session_id, created_at, id)"
     )
 
 
