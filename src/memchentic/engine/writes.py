@@ -24,7 +24,6 @@ from ..write.secrets import RECORD_FIELDS, effective_policy, police_record
 from ..write.statements import memory_embedding_text
 from .core import Core
 from .quotas import check_working_cap
-from .quotas import check_working_cap
 
 
 @dataclass(slots=True)
