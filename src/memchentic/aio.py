@@ -108,6 +108,10 @@ class AsyncMemory:
     async def aunpin(self, memory_id: str) -> WriteResult:
         return await self._run(self.sync.unpin, memory_id)
 
+    @_offloaded(Memory.restore)
+    async def arestore(self, memory_id: str, **kw: Any) -> WriteResult:
+        return await self._run(self.sync.restore, memory_id, **kw)
+
     @_offloaded(Memory.relate)
     async def arelate(self, source: str, target: str, kind: str, *args: Any, **kw: Any) -> Edge:
         return await self._run(self.sync.relate, source, target, kind, *args, **kw)

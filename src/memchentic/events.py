@@ -39,6 +39,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "memory.managed",
     "memory.pinned",
     "memory.unpinned",
+    "memory.restored",
     "memory.consolidated",
     "context.built",
     "session.summarized",

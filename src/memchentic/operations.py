@@ -75,6 +75,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("delete_all", "writes", int, "POST /memories/delete_all"),
     Operation("pin", "writes", WriteResult, "POST /memories/{memory_id}/pin", cli="pin"),
     Operation("unpin", "writes", WriteResult, "POST /memories/{memory_id}/unpin", cli="unpin"),
+    Operation(
+        "restore", "writes", WriteResult, "POST /memories/{memory_id}/restore", "restore",
+        "restore-memory",  # `memchentic restore` restores a backup
+    ),  # fmt: skip
     Operation("manage", "learning", list[WriteResult], "POST /manage"),
     # --- reads
     Operation("search", "reads", list[SearchHit], "POST /search", "search", "search"),

@@ -272,6 +272,17 @@ delete = write_by_id(
     Example: memchentic delete 01JB7Q3W5V8N2C4D6F8G0H1J2K
     """,
 )
+restore_memory = write_by_id(
+    Memory.restore,
+    """Bring a superseded (or expired) memory back live; the newer one stays live too.
+
+    Undoes an automatic supersession: list, search and context show the memory
+    again, and its history records who restored it. (`memchentic restore` restores
+    a backup.)
+
+    Example: memchentic restore-memory 01JB7Q3W5V8N2C4D6F8G0H1J2K
+    """,
+)
 
 
 @opens_memory
@@ -419,7 +430,8 @@ def stats(
 
 def register(app: typer.Typer) -> None:
     for name, command in (("add", add), ("search", search), ("get", get), ("list", list_),
-                          ("revise", revise), ("delete", delete)):  # fmt: skip
+                          ("revise", revise), ("delete", delete),
+                          ("restore-memory", restore_memory)):  # fmt: skip
         app.command(name)(command)
     app.command(
         "forget",

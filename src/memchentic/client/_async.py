@@ -114,6 +114,10 @@ class AsyncClient(BaseClient):
     async def unpin(self, memory_id: str) -> WriteResult:
         return await self._send(core.unpin(memory_id))
 
+    async def restore(self, memory_id: str) -> WriteResult:
+        """Bring a superseded or expired memory back live (:meth:`Memory.restore`)."""
+        return await self._send(core.restore(memory_id))
+
     async def manage(
         self, operations: Sequence[Mapping[str, Any]], **scope: Any
     ) -> builtins.list[WriteResult]:

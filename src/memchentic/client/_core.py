@@ -180,6 +180,10 @@ def unpin(memory_id: str) -> Call[WriteResult]:
     return Call("POST", f"/v1/memories/{_seg(memory_id)}/unpin", wire.write_result)
 
 
+def restore(memory_id: str) -> Call[WriteResult]:
+    return Call("POST", f"/v1/memories/{_seg(memory_id)}/restore", wire.write_result)
+
+
 def manage(
     operations: Sequence[Mapping[str, Any]], **scope: Any
 ) -> Call[builtins.list[WriteResult]]:

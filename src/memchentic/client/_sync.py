@@ -110,6 +110,10 @@ class Client(BaseClient):
     def unpin(self, memory_id: str) -> WriteResult:
         return self._send(core.unpin(memory_id))
 
+    def restore(self, memory_id: str) -> WriteResult:
+        """Bring a superseded or expired memory back live (:meth:`Memory.restore`)."""
+        return self._send(core.restore(memory_id))
+
     def manage(
         self, operations: Sequence[Mapping[str, Any]], **scope: Any
     ) -> builtins.list[WriteResult]:

@@ -432,6 +432,45 @@ class Writes(Core):
         return WriteResult("updated", new.id, [new.id], memory=new)
 
 
+    def restore(self, memory_id: str, *, now: datetime | str | None = None) -> WriteResult:
+        """Bring a superseded (or expired) memory back live: undo an automatic decision.
+
+        The ``supersedes`` edges that hide it are removed, so list, search, recall and
+        context show it again; the memory that superseded it stays live too (delete
+        it to undo the write entirely). An expired memory gets a fresh expiry, as a
+        new write of it would (``revise`` revives it too, but edits). A version
+        ``restore`` (who, when, the ``superseded_by`` / ``expires_at`` it undid) and a
+        ``memory.restored`` event record it. Status ``restored`` (``ids``: it, then
+        the newer memories the caller can see), or ``unchanged`` when it is neither
+        superseded nor expired. The caller must be able to write the memory; one it
+        cannot see is a :class:`NotFoundError` (issue 31, item 7)."""
+        when = self._now(now)
+        with self.store.write():
+            old = self._writable(memory_id)
+            hiding = [e for e in self.store.edges(old.id, kind="supersedes") if e.target == old.id]
+            expired = old.is_expired(when)
+            if not (old.superseded_by or hiding or expired):
+                return WriteResult("unchanged", old.id, [old.id],
+                                   reason="not superseded or expired", memory=old)  # fmt: skip
+            for edge in hiding:
+                self.store.delete_edge(edge.id)
+            new = replace(old, superseded_by=None)
+            if expired:
+                new.expires_at = initial_expiry(
+                    when, self.settings, speech=records_speech(old.type, "", old.metadata)
+                )
+            self.store.update(new)
+            ctx = self._ctx(when)
+            record_version(ctx, new.namespace, new.id, "restore", diff(old, new))
+        undone = [name for name, done in (("superseded", old.superseded_by or hiding),
+                                          ("expired", expired)) if done]  # fmt: skip
+        newer = dict.fromkeys([e.source for e in hiding] + [old.superseded_by or ""])
+        shown = [i for i, r in self.store.get_many([i for i in newer if i]).items()
+                 if self.access.can_read(self.principal, r.namespace)]  # fmt: skip
+        self._flush(ctx, ("memory.restored", new.namespace, new.id, {"undone": undone}))
+        return WriteResult("restored", new.id, [new.id, *sorted(shown)],
+                           reason="restore:" + ",".join(undone), memory=new)  # fmt: skip
+
 ADD_OPTIONS = frozenset(
     {n for n in inspect.signature(Writes._prepare).parameters if not n.startswith("_")}
     | {"on_duplicate", "auto_edges"}

@@ -84,6 +84,11 @@ FORGET = """\
 Delete a memory for good (id from search or list_recent): when the user asks you to
 forget something, or it is wrong and not worth correcting."""
 
+RESTORE = """\
+Bring back a memory that a newer one superseded (or that expired), when the newer one
+was wrong to hide it: both are then live. The id is the older memory's (from the
+newer memory's history or edges)."""
+
 RELATE = """\
 Link two memories: supports, contradicts, derives_from, related_to, or supersedes (the
 source replaces the target, which then leaves search)."""
@@ -216,6 +221,10 @@ def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
     def forget(id: MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002
         return run(ctx, lambda m: _write(m.delete(id)))
 
+    @server.tool(description=RESTORE)
+    def restore(id: MemoryId, ctx: Context) -> dict[str, Any]:  # noqa: A002
+        return run(ctx, lambda m: _write(m.restore(id)))
+
     @server.tool(description=RELATE)
     def relate(
         source: MemoryId,
@@ -255,5 +264,6 @@ def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
 
 #: The tool names, in the order an agent usually needs them.
 TOOLS: tuple[str, ...] = (
-    "remember", "search", "recall", "revise", "forget", "relate", "context", "list_recent",
+    "remember", "search", "recall", "revise", "forget", "restore", "relate", "context",
+    "list_recent",
 )  # fmt: skip

@@ -153,6 +153,14 @@ def unpin(memory_id: Id, who: CallerDep) -> dict[str, Any]:
     return write_out(who.mem.unpin(memory_id))
 
 
+@router.post("/memories/{memory_id}/restore", response_model=WriteOut, summary="Restore")
+def restore(memory_id: Id, who: CallerDep) -> dict[str, Any]:
+    """Bring a superseded (or expired) memory back live; the memory that superseded it
+    stays live too. ``restored``, or ``unchanged`` when there was nothing to undo; a
+    memory the key cannot see is 404, one it may read but not write 403."""
+    return write_out(who.mem.restore(memory_id))
+
+
 @router.post("/search", response_model=list[HitOut], summary="Search")
 def search(body: SearchRequest, who: CallerDep) -> list[dict[str, Any]]:
     """The memories that best answer ``query``, best first; ``include_trace`` adds

@@ -44,7 +44,8 @@
   [
     "memory.added", "memory.updated", "memory.deduplicated", "memory.dropped",
     "memory.deleted", "memory.searched", "memory.extracted", "memory.managed",
-    "memory.pinned", "memory.unpinned", "memory.consolidated", "context.built",
+    "memory.pinned", "memory.unpinned", "memory.restored", "memory.consolidated",
+    "context.built",
     "session.summarized", "history.appended"
   ].forEach(function (type) { source.addEventListener(type, show); });
 }());
