@@ -15,7 +15,9 @@ rules are memchentic's. How each call maps is in docs/migrating-from-mem0.md:
 
 - ``add(messages, infer=True)`` extracts memories with :meth:`memchentic.Memory.learn`
   (the rules, or the chat model when ``CHAT_BASE_URL`` is set); ``infer=False`` stores
-  each user and assistant message as it is.
+  each user and assistant message as it is, with its ``role`` in metadata: a record
+  of what was said, so a secret in it is redacted rather than refused and it keeps
+  ``RECORD_DEFAULT_TTL_DAYS`` (docs/writes.md).
 - ``run_id`` is the session id of what is written, and is kept in ``metadata["run_id"]``
   so that reads can select it (memchentic's own search never filters by session).
 - ``delete_all`` deletes exactly its scope and refuses an empty one; ``reset`` is for
