@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({
         "clock", "embed", "errors", "file_lock", "identity", "ids", "lifetime", "llm",
         "metadata_filter",
-        "record", "reports", "settings", "text", "validation",
+        "logs", "record", "reports", "settings", "text", "tracing", "validation",
     })),
     ("store", frozenset({"store"})),
     ("domain", frozenset({"access", "context", "events", "graph", "learn", "retrieval", "write"})),

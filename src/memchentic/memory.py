@@ -12,6 +12,8 @@ from __future__ import annotations
 from .engine.context import ContextOps
 from .engine.learning import Learning
 from .engine.upkeep import Upkeep
+from .operations import OPERATIONS
+from .tracing import traced_operation
 
 
 class Memory(Upkeep, ContextOps, Learning):
@@ -24,3 +26,16 @@ class Memory(Upkeep, ContextOps, Learning):
         update, contradiction); default: the rules, or the chat model with
         ``WRITE_RESOLVER=chat`` (:mod:`memchentic.write.resolvers`).
     """
+
+
+def _trace_operations() -> None:
+    """Every operation of the table in a span (and timed for ``/metrics``): one place,
+    so a new operation is traced when the table names it (:mod:`memchentic.tracing`)."""
+    for op in OPERATIONS:
+        method = getattr(Memory, op.name)
+        traced = traced_operation(op.name, op.group, method)
+        for name in (op.name, *op.aliases):
+            setattr(Memory, name, traced)
+
+
+_trace_operations()

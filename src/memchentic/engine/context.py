@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .. import tracing
 from .. import validation as check
 from ..clock import as_utc
 from ..context.model import Context, ContextItem, Section, one_line, render_sections
@@ -149,18 +150,21 @@ def build(mem: ContextOps, req: Request, now: datetime) -> Context:
     flt = mem._read_filter(user_id=req.user_id, agent_id=req.agent_id,
                            namespace=req.namespace, now=now, as_of=req.as_of)  # fmt: skip
     got = _Collected()
-    if flt.namespaces != []:
-        _stable(mem, flt, got)
-        _session_memories(mem, flt, sid, got)
-    _turns(mem, req, sid, got)
-    if flt.namespaces != [] and req.query is not None and req.query.strip():
-        _searched(mem, req, flt, now, got)
-    kept, dropped = _fit(got.items, req.budget_tokens, counter)
-    kept_ids = {i.id for items in kept.values() for i in items if i.source == "memory"}
-    links = _links(mem, [r for r in got.records.values() if r.id in kept_ids])
-    if links:
-        more, gone = _fit({"links": links}, req.budget_tokens, counter, kept)
-        kept, dropped = more, dropped + gone
+    with tracing.span("memchentic.context.collect"):
+        if flt.namespaces != []:
+            _stable(mem, flt, got)
+            _session_memories(mem, flt, sid, got)
+        _turns(mem, req, sid, got)
+        if flt.namespaces != [] and req.query is not None and req.query.strip():
+            _searched(mem, req, flt, now, got)  # a search: its own span, inside this one
+    with tracing.span("memchentic.context.fit") as span:
+        kept, dropped = _fit(got.items, req.budget_tokens, counter)
+        kept_ids = {i.id for items in kept.values() for i in items if i.source == "memory"}
+        links = _links(mem, [r for r in got.records.values() if r.id in kept_ids])
+        if links:
+            more, gone = _fit({"links": links}, req.budget_tokens, counter, kept)
+            kept, dropped = more, dropped + gone
+        span.set_attribute("memchentic.dropped", len(dropped))
     sections = [Section(spec.name, spec.title, spec.stable, kept.get(spec.name, []))
                 for spec in SECTIONS]  # fmt: skip
     ctx = Context(req.query, sid, sections, dropped, req.budget_tokens, counter.name)

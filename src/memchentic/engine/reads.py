@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from .. import tracing
 from .. import validation as check
 from ..clock import as_utc
 from ..errors import NotFoundError, ValidationError
@@ -126,9 +127,11 @@ class Reads(Core):
         )  # fmt: skip
         if flt.namespaces == []:
             return []
+        with tracing.span("memchentic.search.embed"):
+            vector = self.embedder.embed(embedding_text(text))
         req = pipeline.SearchRequest(
             text,
-            self.embedder.embed(embedding_text(text)),
+            vector,
             flt,
             count,
             chosen,
@@ -140,7 +143,9 @@ class Reads(Core):
             ranked = [c for c in ranked if c.cosine >= floor]
         if not include_superseded:  # a superseded hit stands for the tip of its chain
             shown = replace(flt, include_superseded=False)
-            ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown, when)
+            with tracing.span("memchentic.search.supersession"):
+                ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown,
+                                             when)  # fmt: skip
         if include_trace:  # the trace says which hits replaced other memories
             for c in ranked:
                 c.trace["supersedes"] = float(supersession.replaced(self.store, c.memory))

@@ -1,7 +1,8 @@
 """The search pipeline (DESIGN section 3):
 
     query -> filter -> candidates (vector kNN + keywords, over-fetched)
-          -> fuse and adjust (the profile's scorer) -> optional route / rerank -> top limit
+          -> fuse and adjust (the profile's scorer) -> optional route
+          -> second stage (``SEARCH_RERANK``, ``rerank.py``) -> optional reranker -> top limit
 
 No backend names here: candidates come from the store interface.
 """
@@ -12,16 +13,17 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
 import numpy as np
 
+from .. import tracing
 from ..record import MemoryRecord
 from ..settings import Settings
 from ..store.base import MemoryFilter, RankRow, Store, stored_cosines
-from . import context, cues, signals
+from . import context, cues, rerank, signals
 from .profiles import Candidate, ScoringContext, SearchProfile
 from .router import route
 
@@ -106,23 +108,38 @@ def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
     rows: dict[str, RankRow] = {}
     keyword_rows: dict[str, RankRow] = {}
     if not store.concurrent_reads():
-        found = store.vector_search(req.vector, fetch, req.flt, rows)
-        by_keyword = store.keyword_search(
-            req.query, fetch, req.flt, keyword_rows, query_vector=req.vector
-        )
+        found = _vector_stage(store, req, fetch, rows)
+        by_keyword = _keyword_stage(store, req, fetch, keyword_rows)
     else:
         pending = _stage_pool().submit(
-            store.keyword_search, req.query, fetch, req.flt, keyword_rows,
-            query_vector=req.vector,
-        )  # fmt: skip
+            tracing.in_context(_keyword_stage), store, req, fetch, keyword_rows
+        )
         try:
-            found = store.vector_search(req.vector, fetch, req.flt, rows)
+            found = _vector_stage(store, req, fetch, rows)
         finally:  # the keyword stage ends (or fails) before this call does
             wait([pending])
         by_keyword = pending.result()
     rows.update(keyword_rows)
     by_vector = [(i, cosine) for i, cosine in found if cosine > settings.search_min_similarity]
     return _Stages(fetch, by_vector, by_keyword, rows)
+
+
+def _vector_stage(
+    store: Store, req: SearchRequest, fetch: int, rows: dict[str, RankRow]
+) -> list[tuple[str, float]]:
+    with tracing.span("memchentic.search.vector", {"memchentic.fetch": fetch}) as span:
+        found = store.vector_search(req.vector, fetch, req.flt, rows)
+        span.set_attribute("memchentic.candidates", len(found))
+        return found
+
+
+def _keyword_stage(
+    store: Store, req: SearchRequest, fetch: int, rows: dict[str, RankRow]
+) -> list[tuple[str, float]]:
+    with tracing.span("memchentic.search.keyword", {"memchentic.fetch": fetch}) as span:
+        found = store.keyword_search(req.query, fetch, req.flt, rows, query_vector=req.vector)
+        span.set_attribute("memchentic.candidates", len(found))
+        return found
 
 
 def _true_cosines(
@@ -371,6 +388,18 @@ def _add_coverage(store: Store, query: str, candidates: list[Candidate]) -> None
         cand.coverage = signals.keyword_coverage(set(store.index_terms(text)), weights)
 
 
+def _second_stage(
+    store: Store, req: SearchRequest, settings: Settings, ranked: list[Candidate], depth: int
+) -> list[Candidate]:
+    """The first ``depth`` of ``ranked`` (best first) reordered by the second
+    stage's signals (``rerank.SIGNALS``); the rest after them, as they were."""
+    head = ranked[:depth]
+    q = rerank.query_cues(req.query, rerank.idf_of(*store.term_stats(req.query)))
+    rerank.rescore(head, q, rerank.weights_of(settings))
+    head.sort(key=lambda c: (-c.score, c.memory.id))
+    return head + ranked[depth:]
+
+
 def run(
     store: Store,
     req: SearchRequest,
@@ -392,21 +421,30 @@ def run(
     rescored = settings.memory_selroute_enabled or (
         reranker is not None and settings.memory_reranker_enabled
     )  # both change scores after the profile's: every candidate counts
-    candidates = None if rescored else _bounded(store, req, settings, stages, ctx)
-    if candidates is None:
-        candidates = _assemble(store, req, settings, stages)
-        for cand in candidates:
-            cand.score = req.profile.scorer(cand, ctx)
-    if settings.memory_selroute_enabled:
-        kind, favoured = route(req.query)
-        for cand in candidates:
-            factor = 1.0 + settings.memory_selroute_boost if cand.memory.type in favoured else 1.0
-            cand.trace["route"] = factor
-            cand.score *= factor
-    candidates.sort(key=lambda c: (-c.score, c.memory.id))
+    second = settings.search_rerank and req.profile.rerank
+    depth = max(req.limit, settings.search_rerank_depth) if second else req.limit
+    head_req = replace(req, limit=depth)  # the second stage needs its first `depth` exact
+    with tracing.span("memchentic.search.rank", {"memchentic.profile": req.profile.name}) as span:
+        candidates = None if rescored else _bounded(store, head_req, settings, stages, ctx)
+        if candidates is None:
+            candidates = _assemble(store, req, settings, stages)
+            for cand in candidates:
+                cand.score = req.profile.scorer(cand, ctx)
+        if settings.memory_selroute_enabled:
+            kind, favoured = route(req.query)
+            boost = 1.0 + settings.memory_selroute_boost
+            for cand in candidates:
+                factor = boost if cand.memory.type in favoured else 1.0
+                cand.trace["route"] = factor
+                cand.score *= factor
+        candidates.sort(key=lambda c: (-c.score, c.memory.id))
+        span.set_attribute("memchentic.candidates", len(candidates))
+    if second and candidates:
+        candidates = _second_stage(store, req, settings, candidates, depth)
     if reranker is not None and settings.memory_reranker_enabled and candidates:
         head = candidates[: req.limit * settings.knn_overfetch_multiplier]
-        scores = list(reranker.rerank(req.query, [c.memory.content for c in head]))
+        with tracing.span("memchentic.search.rerank", {"memchentic.candidates": len(head)}):
+            scores = list(reranker.rerank(req.query, [c.memory.content for c in head]))
         for cand, value in zip(head, scores, strict=True):
             cand.trace["rerank"] = float(value)
             cand.trace["pre_rerank_score"] = cand.score

@@ -13,12 +13,14 @@ several processes (``serve --workers N``) can share one store.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import fastapi_offline
 from fastapi import FastAPI
@@ -43,6 +45,7 @@ from . import errors, routes_admin, routes_memories, routes_sessions, sse
 from .auth import KeyRing, view_for
 from .headers import SecurityHeaders, docs_csp
 from .mcp_server import build_server
+from .metrics import install as install_metrics
 
 DESCRIPTION = """\
 Long-term memory for AI agents over HTTP: the same engine and the same rules as
@@ -200,6 +203,15 @@ def _docs_page(html: bytes) -> Callable[[], HTMLResponse]:
     return serve
 
 
+def _fastapi_telemetry() -> dict[str, Any]:
+    """FastAPI's own spans and logs off (where it has them): their attributes hold the
+    path and query (``/v1/identities/alice``, ``?user_id=alice``). The server's spans
+    are memchentic's, with the route template (docs/observability.md)."""
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    return {"telemetry": {"tracing": False, "logs": False}}
+
+
 def create_app(
     memory: Memory | None = None,
     *,
@@ -231,21 +243,25 @@ def create_app(
             try:
                 yield
             finally:
+                if metrics is not None:
+                    metrics.close()
                 if owned:
                     mem.close()
 
     app = FastAPI(
         title="memchentic", version=__version__, description=DESCRIPTION, lifespan=lifespan,
         docs_url=None, redoc_url=None,  # FastAPI's own pages load from a CDN: _api_docs
+        **_fastapi_telemetry(),
     )  # fmt: skip
     app.state.memory = mem
     app.state.keys = keys
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=mem.settings.server_max_request_bytes)
-    app.add_middleware(SecurityHeaders)  # added last: outermost, so the 413 gets them too
+    app.add_middleware(SecurityHeaders)  # outside BodyLimit, so the 413 gets them too
     for module in (routes_memories, routes_sessions, sse, routes_admin):
         app.include_router(module.router)
     _api_docs(app)
+    metrics = install_metrics(app, mem)  # its middleware outermost: every answer counts
 
     @app.get("/healthz", tags=["health"], summary="Liveness")
     def healthz() -> dict[str, str]:
