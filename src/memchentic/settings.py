@@ -193,35 +193,6 @@ class Settings(BaseSettings):
     memory_reranker_enabled: bool = _env(
         "MEMORY_RERANKER_ENABLED", False, "Rerank the top candidates with the reranker."
     )
-    search_rerank: bool = _env(
-        "SEARCH_RERANK",
-        False,
-        "Second stage: reorder the first SEARCH_RERANK_DEPTH candidates by what their text says.",
-    )
-    search_rerank_depth: int = _env(
-        "SEARCH_RERANK_DEPTH", 40, "Candidates the second stage reorders (at least limit).", ge=1
-    )
-    search_rerank_coverage_weight: float = _env(
-        "SEARCH_RERANK_COVERAGE_WEIGHT", 0.5,
-        "rerank_coverage = 1 + this x the IDF-weighted share of the query's words present.", ge=0,
-    )  # fmt: skip
-    search_rerank_proximity_weight: float = _env(
-        "SEARCH_RERANK_PROXIMITY_WEIGHT", 0.25,
-        "rerank_proximity = 1 + this x the share of the query's words in one 8-word window.", ge=0,
-    )  # fmt: skip
-    search_rerank_phrase_weight: float = _env(
-        "SEARCH_RERANK_PHRASE_WEIGHT", 0.25,
-        "rerank_phrase = 1 + this x the share of the query's word pairs found adjacent.", ge=0,
-    )  # fmt: skip
-    search_rerank_entity_weight: float = _env(
-        "SEARCH_RERANK_ENTITY_WEIGHT", 0.25,
-        "rerank_entities = 1 + this x the share of the query's names and numbers present.", ge=0,
-    )  # fmt: skip
-    search_rerank_answer_weight: float = _env(
-        "SEARCH_RERANK_ANSWER_WEIGHT", 0.1,
-        "rerank_answer = 1 + this when the memory states what the question asks for (who, "
-        "where, when, how many).", ge=0,
-    )  # fmt: skip
     search_candidate_floor: int = _env(
         "SEARCH_CANDIDATE_FLOOR",
         100,
@@ -384,19 +355,6 @@ class Settings(BaseSettings):
         "or an org; not its own): a write over it is refused (issue 32, item 3).",
         ge=1,
     )
-    max_groups_per_identity: int = _env(
-        "MAX_GROUPS_PER_IDENTITY",
-        100,
-        "Groups an identity may administer and still create another (issue 32, item 4).",
-        ge=1,
-    )
-    max_pending_invitations_per_identity: int = _env(
-        "MAX_PENDING_INVITATIONS_PER_IDENTITY",
-        100,
-        "Pending invitations an identity may have out, to names known or not: one more "
-        "is refused until some are accepted, declined or withdrawn (issue 32, item 4).",
-        ge=1,
-    )
     events_retention_days: float = _env(
         "EVENTS_RETENTION_DAYS", 30.0, "maintain() prunes older events (0 = keep all).", ge=0
     )
@@ -462,23 +420,6 @@ class Settings(BaseSettings):
         "Deepest nesting of objects and lists in metadata (memory, edge and turn metadata).",
         ge=1,
         le=200,
-    )
-    filter_max_terms: int = _env(
-        "FILTER_MAX_TERMS",
-        1024,
-        "Terms one metadata filter may hold, all levels together: a condition counts one, "
-        "an in/nin list one per value (each list at most 256, at most 64 conditions).",
-        ge=1,
-        le=64 * 256,
-    )
-    statement_timeout_seconds: float = _env(
-        "STATEMENT_TIMEOUT_SECONDS",
-        10.0,
-        "Time budget of each store statement a call runs (SQLite: a progress handler; "
-        "PostgreSQL: statement_timeout); past it the statement is stopped with "
-        "StoreTimeoutError. Maintenance (migrations, check, index builds, backups) has "
-        "none. 0 = no budget.",
-        ge=0,
     )
     slot_history_max_entries: int = _env(
         "SLOT_HISTORY_MAX_ENTRIES",
