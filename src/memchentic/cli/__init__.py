@@ -62,6 +62,20 @@ def main(
     Example: memchentic add "Sam prefers green tea" --user sam --type preference
     """
     confine(ctx, as_identity)
+    _configure_logs()
+
+
+def _configure_logs() -> None:
+    """``LOG_FORMAT=json``: the command's log lines as JSON (docs/observability.md)."""
+    import pydantic
+
+    from ..logs import configure
+    from ..settings import Settings
+
+    try:
+        configure(Settings().log_format)
+    except pydantic.ValidationError:  # the command itself says what is wrong
+        return
 
 
 for _group in (memories, directory, graph, context, server, migrate, maint):

@@ -6,6 +6,7 @@ on stdio) and ``keys create | list | revoke`` (API keys).
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Annotated
 
@@ -58,6 +59,7 @@ def serve(
     _need_server()
     import uvicorn
 
+    from ..logs import json_line, uvicorn_config
     from ..server.app import SERVE_CONSOLE_ENV, SERVE_MCP_ENV
     from ..server.auth import KeyRing
 
@@ -76,14 +78,23 @@ def serve(
     os.environ[SERVE_CONSOLE_ENV] = "0" if no_console else "1"
     console = err()
     url = f"http://{host}:{port}"
-    console.print(f"memchentic serving {location} at {url}  (API {url}/v1, "
-                  f"console {url}/console, MCP {url}/mcp)")  # fmt: skip
-    if not has_keys:
-        console.print(Text("warning: no API keys yet: memchentic keys create --admin", "yellow"))
+    banner = (f"memchentic serving {location} at {url}  (API {url}/v1, "
+              f"console {url}/console, MCP {url}/mcp)")  # fmt: skip
+    no_keys = "warning: no API keys yet: memchentic keys create --admin"
+    log_config = uvicorn_config(settings().log_format)  # LOG_FORMAT=json: JSON lines
+    if log_config is not None:
+        typer.echo(json_line("memchentic.serve", banner), err=True)
+        if not has_keys:
+            typer.echo(json_line("memchentic.serve", no_keys, logging.WARNING), err=True)
+    else:
+        console.print(banner)
+        if not has_keys:
+            console.print(Text(no_keys, "yellow"))
     uvicorn.run(
         "memchentic.server.app:app_from_env", factory=True, host=host, port=port,
         workers=workers, log_level=log_level, timeout_graceful_shutdown=5,
         http="memchentic.server.nodelay:NoDelayHTTP",
+        **({"log_config": log_config} if log_config is not None else {}),
     )  # fmt: skip
 
 
