@@ -55,7 +55,8 @@ async function healthy(url, process, deadlineMs) {
 /**
  * Start a server. `identities` get a key each (`keys.alice`...), `keys.admin` is an
  * admin key. `restart()` stops the process and starts another on the same store
- * and port (the keys stay valid: the store keeps them).
+ * and port (the keys stay valid: the store keeps them); it kills the process
+ * (SIGKILL), as a crash or a dropped network would end its open connections.
  */
 export async function startServer({ identities = ["alice", "bob"] } = {}) {
   const folder = mkdtempSync(join(tmpdir(), "memchentic-ts-"));
@@ -83,10 +84,10 @@ export async function startServer({ identities = ["alice", "bob"] } = {}) {
     }
   }
 
-  async function halt() {
+  async function halt(signal = "SIGTERM") {
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
+    child.kill(signal);
     const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
     await exited;
     clearTimeout(timer);
@@ -98,7 +99,7 @@ export async function startServer({ identities = ["alice", "bob"] } = {}) {
     keys,
     log: () => log,
     async restart() {
-      await halt();
+      await halt("SIGKILL");
       await start();
     },
     async stop() {
