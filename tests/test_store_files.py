@@ -251,6 +251,8 @@ def test_a_store_of_the_old_numbering_is_renumbered_and_runs_only_what_it_lacks(
     if stores.backend == "postgres":  # and before the metadata index (step 8)
         run("DROP INDEX ix_memories_metadata")
     run("DROP INDEX ix_memories_working")  # and the working memory index (step 9)
+    run("DROP INDEX ix_invitations_inviter")  # and the invitations' names (step 10)
+    run("ALTER TABLE invitations DROP COLUMN named")
     run("DELETE FROM schema_migrations")
     for version, name in old:
         run(

@@ -71,6 +71,9 @@ class Invitation:
     created_at: datetime | None = None
     #: The team's current name, filled in when read (not stored).
     team_name: str | None = None
+    #: The invitee as the inviter named it (``bob``, ``user:bob``): what the team's
+    #: admins are shown, the same whether or not such an identity exists.
+    named: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dated_dict(self)

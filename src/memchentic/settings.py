@@ -355,6 +355,19 @@ class Settings(BaseSettings):
         "or an org; not its own): a write over it is refused (issue 32, item 3).",
         ge=1,
     )
+    max_groups_per_identity: int = _env(
+        "MAX_GROUPS_PER_IDENTITY",
+        100,
+        "Groups an identity may administer and still create another (issue 32, item 4).",
+        ge=1,
+    )
+    max_pending_invitations_per_identity: int = _env(
+        "MAX_PENDING_INVITATIONS_PER_IDENTITY",
+        100,
+        "Pending invitations an identity may have out, to names known or not: one more "
+        "is refused until some are accepted, declined or withdrawn (issue 32, item 4).",
+        ge=1,
+    )
     events_retention_days: float = _env(
         "EVENTS_RETENTION_DAYS", 30.0, "maintain() prunes older events (0 = keep all).", ge=0
     )

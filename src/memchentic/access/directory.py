@@ -11,11 +11,22 @@ only invited, and joins when it accepts (:meth:`Directory.accept`); until then i
 sees nothing of the team and the team's memories never reach it. Only the
 trusted principal adds members directly. An identity is never told whether the
 identity it named exists: naming an unknown one answers exactly like naming a
-known one (nothing is stored for it).
+known one; its invitation is kept too (under an id no identity can have, so no one
+can accept it), and the team's admins list and withdraw it like any other.
+
+An invitation holds only while its inviter could still grant it: while the inviter
+is an active admin of the team (issue 32, item 9). When the inviter stops being one
+(removed, made a plain member, made inactive), the invitations it sent to that team
+are withdrawn, and :meth:`Directory.accept` checks again.
+
+Caps (issue 32, item 4): an identity may administer at most ``MAX_GROUPS_PER_IDENTITY``
+groups when it creates one, and have at most ``MAX_PENDING_INVITATIONS_PER_IDENTITY``
+pending invitations out; lists of invitations come in pages (``limit``, ``offset``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .. import validation as check
@@ -23,11 +34,18 @@ from ..clock import utcnow
 from ..errors import ValidationError
 from ..identity import IDENTITY_KINDS, ROLES, Grant, Identity, Invitation, Membership, Team
 from ..ids import new_id
+from ..settings import Settings
 from .namespaces import check_identifier, parse_namespace
 from .policy import AccessPolicy, Principal
 
 if TYPE_CHECKING:
     from ..store.base import Store
+
+#: Where an invitation to a name no identity has is kept: its ``identity_id`` is
+#: this and the name as given; identity ids hold no ``:``, so none can accept it.
+UNKNOWN_INVITEE = "unknown:"
+#: A page of invitations when the caller names no ``limit``.
+INVITATIONS_PAGE = 100
 
 
 def _team_ref(team: str) -> tuple[str, str]:
@@ -41,10 +59,14 @@ def _team_ref(team: str) -> tuple[str, str]:
 class Directory:
     """Identities, teams and grants, as seen by one principal."""
 
-    def __init__(self, store: Store, policy: AccessPolicy, principal: Principal) -> None:
+    def __init__(
+        self, store: Store, policy: AccessPolicy, principal: Principal,
+        settings: Settings | None = None,
+    ) -> None:  # fmt: skip
         self.store = store
         self.policy = policy
         self.principal = principal
+        self.settings = settings or Settings()
 
     # --- helpers ----------------------------------------------------------------------
     def _require_trusted(self, what: str) -> None:
@@ -182,15 +204,51 @@ class Directory:
         with self.store.write():
             if self.store.find_team(kind, name) is not None:
                 raise ValidationError("name", f"a {kind} named {name} already exists")
-            invitees = [(self._lookup(key, field), role) for key, field, role in named]
+            if kind == "group":
+                self._within_group_cap(creator)
+            invitees = {}  # a name given twice is one invitation, its last role
+            for key, field, role in named:
+                who = self._lookup(key, field)
+                if who is None or who.id != creator.id:
+                    invitees[self._invitee_id(who, key)] = (key, role)
+            self._within_invitation_cap(creator, len(invitees), "members")
             team = self._new_team(kind, name)
             self.store.save_membership(Membership(kind, team.id, creator.id, "admin"))
-            for who, role in invitees:  # unknown identities: nothing stored, same answer
-                if who is not None and who.id != creator.id:
-                    self.store.save_invitation(
-                        Invitation(kind, team.id, who.id, role, creator.id, utcnow())
-                    )
+            for invitee_id, (key, role) in invitees.items():
+                self.store.save_invitation(
+                    Invitation(kind, team.id, invitee_id, role, creator.id, utcnow(), named=key)
+                )
         return team
+
+    @staticmethod
+    def _invitee_id(who: Identity | None, given: str) -> str:
+        """Whom an invitation is kept for: the identity, or the name as given."""
+        return who.id if who is not None else UNKNOWN_INVITEE + given
+
+    def _within_group_cap(self, creator: Identity) -> None:
+        cap = self.settings.max_groups_per_identity
+        held = sum(
+            1 for team, m in self.store.memberships_of(creator.id)
+            if team.kind == "group" and m.role == "admin"
+        )  # fmt: skip
+        if held >= cap:
+            raise ValidationError(
+                "name", f"an identity may administer at most {cap} groups "
+                "(MAX_GROUPS_PER_IDENTITY) when it creates one",
+            )  # fmt: skip
+
+    def _within_invitation_cap(self, inviter: Identity, adding: int, field: str) -> None:
+        """Refuse ``adding`` more pending invitations from ``inviter`` over the cap. Known
+        and unknown invitees count alike, so the cap tells nothing about who exists."""
+        cap = self.settings.max_pending_invitations_per_identity
+        if adding <= 0:
+            return
+        out = len(self.store.invitations(invited_by=inviter.id, limit=cap))
+        if out + adding > cap:
+            raise ValidationError(
+                field, f"at most {cap} pending invitations per identity "
+                "(MAX_PENDING_INVITATIONS_PER_IDENTITY); withdraw some first",
+            )  # fmt: skip
 
     def _new_team(self, kind: str, name: str) -> Team:
         taken = self.store.find_team(kind, name) is not None
@@ -244,6 +302,7 @@ class Directory:
                 return self._invite(found, who, identity, role, active)
             if role != "admin" or not active:
                 self._keep_an_admin(found, current, who.id, role, active)
+                self._withdraw_sent(found, who.id)
             membership = Membership(found.kind, found.id, who.id, role, active)
             self.store.save_membership(membership)
             self.store.delete_invitation(found.kind, found.id, who.id)
@@ -256,18 +315,75 @@ class Directory:
             raise ValidationError("active", "only current members can be made inactive")
         inviter = self._caller("invite")
         now = utcnow()
-        if who is not None:
-            invitation = Invitation(team.kind, team.id, who.id, role, inviter.id, now)
-            self.store.save_invitation(invitation)
+        invitee_id = self._invitee_id(who, given)
+        again = self.store.invitations(team=(team.kind, team.id), identity_id=invitee_id)
+        self._within_invitation_cap(inviter, 0 if again else 1, "identity")
+        invitation = Invitation(team.kind, team.id, invitee_id, role, inviter.id, now, named=given)
+        self.store.save_invitation(invitation)
         return Invitation(team.kind, team.id, given, role, inviter.id, now, team.name)
 
+    def _withdraw_sent(self, team: Team, inviter_id: str) -> None:
+        """Withdraw the invitations ``inviter_id`` sent to ``team``: it can no longer
+        grant them (issue 32, item 9)."""
+        for sent in self.store.invitations(team=(team.kind, team.id), invited_by=inviter_id):
+            self.store.delete_invitation(team.kind, team.id, sent.identity_id)
+
+    def _grantable(self, invitation: Invitation) -> bool:
+        """Whether the invitation's inviter could still grant it: an active admin of the
+        team (only admins invite); the team's existence was checked on finding it."""
+        if invitation.invited_by is None:
+            return True
+        current = {m.identity_id: m for m in self.store.members(invitation.team_kind,
+                                                                invitation.team_id)}  # fmt: skip
+        inviter = current.get(invitation.invited_by)
+        return inviter is not None and inviter.active and inviter.role == "admin"
+
+    # --- invitations (the team admins' side) --------------------------------------------------
+    def team_invitations(
+        self, team: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[Invitation]:
+        """The pending invitations of a team (its admins, or the trusted principal),
+        oldest first, a page of ``limit`` (default 100, at most ``LIST_MAX_LIMIT``) from
+        ``offset``. Each names the invitee as its inviter did (``identity_id``), the same
+        for a name no identity has; withdraw one with :meth:`withdraw`."""
+        size, start = self._page(limit, offset)
+        found = self._team(team, admin=True)
+        pending = self.store.invitations(team=(found.kind, found.id), limit=size, offset=start)
+        return [replace(i, identity_id=i.named or i.identity_id, named=None) for i in pending]
+
+    def withdraw(self, team: str, identity: str) -> bool:
+        """Withdraw the team's pending invitation of ``identity`` (as listed by
+        :meth:`team_invitations`); False when there was none. Team admins only."""
+        with self.store.write():
+            found = self._team(team, admin=True)
+            who = self._lookup(identity)
+            gone = who is not None and self.store.delete_invitation(found.kind, found.id, who.id)
+            unknown = self.store.delete_invitation(found.kind, found.id, UNKNOWN_INVITEE + identity)
+            return gone or unknown
+
+    def _page(self, limit: int | None, offset: int) -> tuple[int, int]:
+        size = INVITATIONS_PAGE if limit is None else check.page_limit(limit, self.settings)
+        return size, check.whole(offset, "offset")
+
     # --- invitations (the invitee's side) ---------------------------------------------------
-    def invitations(self) -> list[Invitation]:
-        """The caller's pending invitations (every pending one, for the trusted principal)."""
+    def invitations(
+        self, *, kind: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Invitation]:
+        """The caller's pending invitations (every pending one, for the trusted principal:
+        one to a name no identity has shows as ``unknown:NAME``), to teams of ``kind``
+        (group, org; None: both), oldest first, a page of ``limit`` (default 100, at
+        most ``LIST_MAX_LIMIT``) from ``offset``."""
+        if kind is not None and kind not in ("group", "org"):
+            raise ValidationError("kind", "must be 'group' or 'org'")
+        size, start = self._page(limit, offset)
         if self.principal.trusted:
-            return self.store.invitations()
+            return self.store.invitations(team_kind=kind, limit=size, offset=start)
         identity = self.policy.scope(self.principal).identity
-        return [] if identity is None else self.store.invitations(identity_id=identity.id)
+        if identity is None:
+            return []
+        return self.store.invitations(
+            identity_id=identity.id, team_kind=kind, limit=size, offset=start
+        )
 
     def _pending(self, team: str, me: Identity) -> Invitation | None:
         kind, key = _team_ref(team)
@@ -283,11 +399,15 @@ class Directory:
         me = self._caller("accept invitations")
         with self.store.write():
             pending = self._pending(team, me)
-            if pending is None:
-                raise ValidationError("team", f"you have no invitation to {team}")
-            membership = Membership(pending.team_kind, pending.team_id, me.id, pending.role)
-            self.store.save_membership(membership)
-            self.store.delete_invitation(pending.team_kind, pending.team_id, me.id)
+            if pending is not None and not self._grantable(pending):  # the inviter lost the right
+                self.store.delete_invitation(pending.team_kind, pending.team_id, me.id)
+                pending = None
+            if pending is not None:
+                membership = Membership(pending.team_kind, pending.team_id, me.id, pending.role)
+                self.store.save_membership(membership)
+                self.store.delete_invitation(pending.team_kind, pending.team_id, me.id)
+        if pending is None:
+            raise ValidationError("team", f"you have no invitation to {team}")
         return membership
 
     def decline(self, team: str) -> bool:
@@ -312,6 +432,8 @@ class Directory:
             role = current[who.id].role
             if role != "admin" or not active:
                 self._keep_an_admin(found, current, who.id, role, active)
+            if not active:
+                self._withdraw_sent(found, who.id)
             membership = Membership(found.kind, found.id, who.id, role, active)
             self.store.save_membership(membership)
         return membership
@@ -323,12 +445,15 @@ class Directory:
             found = self._team(team, admin=True)
             who = self._identity(identity) if self.principal.trusted else self._lookup(identity)
             if who is None:
+                self.store.delete_invitation(found.kind, found.id, UNKNOWN_INVITEE + identity)
                 return False
             current = {m.identity_id: m for m in self.store.members(found.kind, found.id)}
             if who.id not in current:
                 self.store.delete_invitation(found.kind, found.id, who.id)
+                self.store.delete_invitation(found.kind, found.id, UNKNOWN_INVITEE + identity)
                 return False
             self._keep_an_admin(found, current, who.id, None, False)
+            self._withdraw_sent(found, who.id)
             return self.store.delete_membership(found.kind, found.id, who.id)
 
     @staticmethod

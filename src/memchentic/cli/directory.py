@@ -27,6 +27,9 @@ AdminsOpt = Annotated[list[str] | None, typer.Option("--admin", help="An admin (
 MembersOpt = Annotated[list[str] | None, typer.Option("--member", help="A member (repeatable).")]
 RoleOpt = Annotated[str, typer.Option("--role", help="member or admin.")]
 NamespaceArg = Annotated[str, typer.Argument(help="A federated namespace: federated:ORG:SOURCE.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", help="A page of this many (default 100).")]
+OffsetOpt = Annotated[int, typer.Option("--offset", help="Skip this many (page on).")]
+INVITATION_COLUMNS = ["team_name", "identity_id", "role", "invited_by", "created_at"]
 
 
 def _show(items: Sequence[Any], as_json: bool, columns: Sequence[str]) -> None:
@@ -113,7 +116,7 @@ def identity_rename(
 # --- groups and orgs ---------------------------------------------------------------------
 def _team_commands(app: typer.Typer, kind: str) -> None:
     """create / list / rename / members / add-member / invitations / accept / decline /
-    remove-member, for groups and orgs alike."""
+    remove-member / pending / withdraw, for groups and orgs alike."""
 
     @app.command("create")
     @_documented(f"Create a {kind}.\n\n    Example: memchentic {kind} create core --admin alice")
@@ -177,14 +180,42 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
         else:
             typer.echo(f"{m.identity_id} is {m.role} of {kind}:{team}")
 
-    _list_command(
-        app,
-        "invitations",
-        f"List pending invitations to {kind}s (yours, under --as NAME).\n\n"
-        f"    Example: memchentic --as bob {kind} invitations  (memchentic {kind} invitations)",
-        lambda mem: [i for i in mem.directory.invitations() if i.team_kind == kind],
-        ["team_name", "identity_id", "role", "invited_by", "created_at"],
+    @app.command("invitations")
+    @_documented(
+        f"List pending invitations to {kind}s (yours, under --as NAME), a page at a time.\n\n"
+        f"    Example: memchentic --as bob {kind} invitations --limit 20 --offset 20"
     )
+    @opens_memory(json_last=True)
+    def invitations(
+        mem: Memory, limit: LimitOpt = None, offset: OffsetOpt = 0, as_json: JsonOpt = False
+    ) -> None:
+        found = mem.directory.invitations(kind=kind, limit=limit, offset=offset)
+        _show(found, as_json, INVITATION_COLUMNS)
+
+    @app.command("pending")
+    @_documented(
+        f"List a {kind}'s pending invitations (its admins), each invitee as its inviter\n"
+        f"    named it; withdraw one with `memchentic {kind} withdraw`.\n\n"
+        f"    Example: memchentic --as carol {kind} pending core"
+    )
+    @opens_memory(json_last=True)
+    def pending(
+        mem: Memory, team: NameArg, limit: LimitOpt = None, offset: OffsetOpt = 0,
+        as_json: JsonOpt = False,
+    ) -> None:  # fmt: skip
+        found = mem.directory.team_invitations(f"{kind}:{team}", limit=limit, offset=offset)
+        _show(found, as_json, INVITATION_COLUMNS)
+
+    @app.command("withdraw")
+    @_documented(
+        f"Withdraw a pending invitation to a {kind} (its admins).\n\n"
+        f"    Example: memchentic --as carol {kind} withdraw core agent:alicebot"
+    )
+    @opens_memory
+    def withdraw(mem: Memory, team: NameArg, identity: IdentityArg) -> None:
+        done = mem.directory.withdraw(f"{kind}:{team}", identity)
+        typer.echo(f"withdrew the invitation of {identity}" if done
+                   else f"{identity} had no invitation to {kind}:{team}")  # fmt: skip
 
     @app.command("accept")
     @_documented(

@@ -322,8 +322,18 @@ class AsyncRemoteDirectory:
     ) -> Membership | Invitation:
         return await self._send(core.add_member(team, identity, role=role, active=active))
 
-    async def invitations(self) -> list[Invitation]:
-        return await self._send(core.invitations())
+    async def invitations(
+        self, *, kind: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Invitation]:
+        return await self._send(core.invitations(kind=kind, limit=limit, offset=offset))
+
+    async def team_invitations(
+        self, team: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[Invitation]:
+        return await self._send(core.team_invitations(team, limit=limit, offset=offset))
+
+    async def withdraw(self, team: str, identity: str) -> bool:
+        return await self._send(core.withdraw(team, identity))
 
     async def accept(self, team: str) -> Membership:
         return await self._send(core.accept(team))

@@ -389,8 +389,23 @@ def add_member(
     return Call("POST", _team_path(team) + "/members", decode, body=body)
 
 
-def invitations() -> Call[builtins.list[Invitation]]:
-    return Call("GET", "/v1/invitations", _each(_model(Invitation)))
+def invitations(
+    *, kind: str | None = None, limit: int | None = None, offset: int = 0
+) -> Call[builtins.list[Invitation]]:
+    params = _present({"kind": kind, "limit": limit, "offset": offset or None})
+    return Call("GET", "/v1/invitations", _each(_model(Invitation)), params=params)
+
+
+def team_invitations(
+    team: str, *, limit: int | None = None, offset: int = 0
+) -> Call[builtins.list[Invitation]]:
+    params = _present({"limit": limit, "offset": offset or None})
+    path = _team_path(team) + "/invitations"
+    return Call("GET", path, _each(_model(Invitation)), params=params)
+
+
+def withdraw(team: str, identity: str) -> Call[bool]:
+    return Call("DELETE", _team_path(team) + f"/invitations/{_seg(identity)}", _deleted)
 
 
 def accept(team: str) -> Call[Membership]:

@@ -312,8 +312,18 @@ class RemoteDirectory:
     ) -> Membership | Invitation:
         return self._send(core.add_member(team, identity, role=role, active=active))
 
-    def invitations(self) -> list[Invitation]:
-        return self._send(core.invitations())
+    def invitations(
+        self, *, kind: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Invitation]:
+        return self._send(core.invitations(kind=kind, limit=limit, offset=offset))
+
+    def team_invitations(
+        self, team: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[Invitation]:
+        return self._send(core.team_invitations(team, limit=limit, offset=offset))
+
+    def withdraw(self, team: str, identity: str) -> bool:
+        return self._send(core.withdraw(team, identity))
 
     def accept(self, team: str) -> Membership:
         return self._send(core.accept(team))

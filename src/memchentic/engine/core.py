@@ -138,7 +138,7 @@ class Core:
     @property
     def directory(self) -> Directory:
         """Identities, groups, orgs and grants, as this principal may manage them."""
-        return Directory(self.store, self.access, self.principal)
+        return Directory(self.store, self.access, self.principal, self.settings)
 
     def as_identity(self, name: str) -> Self:
         """A view of this memory that runs every call as the identity ``name``

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from ..identity import Invitation
@@ -34,6 +34,13 @@ from .schemas import (
 )
 
 router = APIRouter(prefix="/v1", tags=["directory and upkeep"])
+
+#: A page of invitations: ``limit`` (default 100, at most LIST_MAX_LIMIT) from ``offset``;
+#: the library checks both (422 naming the field and the setting).
+PageLimit = Annotated[
+    int | None, Query(description="Page size: default 100, at most LIST_MAX_LIMIT.")
+]
+PageOffset = Annotated[int, Query(description="Invitations to skip (page on with it).")]
 
 #: Exports up to this size are kept in memory while they stream; larger ones spill to disk.
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024
@@ -122,15 +129,38 @@ def _team_routes(plural: str) -> None:
     def remove_member(name: str, identity: str, who: CallerDep) -> dict[str, Any]:
         return {"deleted": who.mem.directory.remove_member(f"{kind}:{name}", identity)}
 
+    @router.get(
+        f"/{plural}/{{name}}/invitations", summary="Pending invitations (admins)",
+        name=f"{kind}_invitations",
+    )  # fmt: skip
+    def team_invitations(
+        name: str, who: CallerDep, limit: PageLimit = None, offset: PageOffset = 0
+    ) -> list[dict[str, Any]]:
+        """The team's pending invitations, oldest first, each naming the invitee as its
+        inviter did (``identity_id``), whether or not such an identity exists."""
+        found = who.mem.directory.team_invitations(f"{kind}:{name}", limit=limit, offset=offset)
+        return [i.to_dict() for i in found]
+
+    @router.delete(
+        f"/{plural}/{{name}}/invitations/{{identity}}", response_model=DeletedOut,
+        summary="Withdraw an invitation (admins)", name=f"{kind}_withdraw",
+    )  # fmt: skip
+    def withdraw(name: str, identity: str, who: CallerDep) -> dict[str, Any]:
+        return {"deleted": who.mem.directory.withdraw(f"{kind}:{name}", identity)}
+
 
 _team_routes("groups")
 _team_routes("orgs")
 
 
 @router.get("/invitations", summary="My invitations")
-def invitations(who: CallerDep) -> list[dict[str, Any]]:
-    """The caller's pending invitations to groups and orgs (every one, for an admin key)."""
-    return [i.to_dict() for i in who.mem.directory.invitations()]
+def invitations(
+    who: CallerDep, kind: OptText = None, limit: PageLimit = None, offset: PageOffset = 0
+) -> list[dict[str, Any]]:
+    """The caller's pending invitations to groups and orgs (every one, for an admin key),
+    oldest first, a page at a time (``limit``, ``offset``)."""
+    found = who.mem.directory.invitations(kind=kind, limit=limit, offset=offset)
+    return [i.to_dict() for i in found]
 
 
 @router.get("/grants", summary="Share grants")

@@ -415,10 +415,13 @@ class Store(ABC):
 
     @abstractmethod
     def invitations(
-        self, *, identity_id: str | None = None, team: tuple[str, str] | None = None
-    ) -> list[Invitation]:
-        """Pending invitations (of one identity, or to one ``(kind, id)`` team), with
-        ``team_name`` filled in, oldest first."""
+        self, *, identity_id: str | None = None, team: tuple[str, str] | None = None,
+        team_kind: str | None = None, invited_by: str | None = None, limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Invitation]:  # fmt: skip
+        """Pending invitations (of one identity, to one ``(kind, id)`` team or teams of
+        one kind, sent by one identity), with ``team_name`` filled in, oldest first;
+        ``limit`` rows from ``offset`` (None: all)."""
 
     @abstractmethod
     def save_grant(self, grant: Grant) -> None: ...

@@ -160,12 +160,14 @@ class DirectoryTables:
         self._run(
             d.sql(
                 "INSERT INTO invitations (team_kind, team_id, identity_id, role, invited_by, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                "created_at, named) VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (team_kind, team_id, identity_id) "
-                "DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by"
+                "DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by, "
+                "named = excluded.named"
             ),
             (invitation.team_kind, invitation.team_id, invitation.identity_id,
-             invitation.role, invitation.invited_by, d.value(invitation.created_at)),
+             invitation.role, invitation.invited_by, d.value(invitation.created_at),
+             invitation.named),
         )  # fmt: skip
 
     def delete_invitation(self: SqlHost, team_kind: str, team_id: str, identity_id: str) -> bool:
@@ -173,23 +175,31 @@ class DirectoryTables:
         return self._run(self.dialect.sql(sql), (team_kind, team_id, identity_id)) > 0
 
     def invitations(
-        self: SqlHost, *, identity_id: str | None = None, team: tuple[str, str] | None = None
-    ) -> list[Invitation]:
+        self: SqlHost, *, identity_id: str | None = None, team: tuple[str, str] | None = None,
+        team_kind: str | None = None, invited_by: str | None = None, limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Invitation]:  # fmt: skip
         d = self.dialect
         sql = (
             "SELECT i.team_kind, i.team_id, i.identity_id, i.role, i.invited_by, i.created_at, "
-            "t.name FROM invitations i JOIN teams t ON t.kind = i.team_kind AND t.id = i.team_id "
-            f"WHERE {d.true}"
+            "t.name, i.named FROM invitations i "
+            f"JOIN teams t ON t.kind = i.team_kind AND t.id = i.team_id WHERE {d.true}"
         )
         args: list[Any] = []
         if identity_id is not None:
             sql, args = sql + " AND i.identity_id = ?", [*args, identity_id]
         if team is not None:
             sql, args = sql + " AND i.team_kind = ? AND i.team_id = ?", [*args, *team]
-        order = " ORDER BY i.created_at, i.team_kind, i.team_id, i.identity_id"
+        if team_kind is not None:
+            sql, args = sql + " AND i.team_kind = ?", [*args, team_kind]
+        if invited_by is not None:
+            sql, args = sql + " AND i.invited_by = ?", [*args, invited_by]
+        sql += " ORDER BY i.created_at, i.team_kind, i.team_id, i.identity_id"
+        if limit is not None:
+            sql, args = sql + " LIMIT ? OFFSET ?", [*args, limit, offset]
         return [
-            Invitation(r[0], r[1], r[2], r[3], r[4], d.read_time(r[5]), r[6])  # type: ignore[arg-type]
-            for r in self._rows(d.sql(sql + order), args)
+            Invitation(r[0], r[1], r[2], r[3], r[4], d.read_time(r[5]), r[6], r[7])  # type: ignore[arg-type]
+            for r in self._rows(d.sql(sql), args)
         ]
 
     def save_grant(self: SqlHost, grant: Grant) -> None:

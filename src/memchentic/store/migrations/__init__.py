@@ -32,6 +32,7 @@ STEPS: tuple[str, ...] = (
     "m007_session_order",
     "m008_metadata_index",
     "m009_working_by_session",
+    "m010_invitation_names",
 )
 
 

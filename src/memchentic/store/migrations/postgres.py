@@ -296,9 +296,17 @@ def m009_working_by_session(conn: Any) -> None:
     an identity holds in a namespace are counted along it (the cap of issue 32,
     item 3)."""
     conn.execute(
-        "CREATE INDEX ix_memories_working "
-        "ON memories (type, namespace, session_id, created_at, id)"
+        "CREATE INDEX ix_memories_working ON memories (type, namespace, session_id, created_at, id)"
     )
+
+
+def m010_invitation_names(conn: Any) -> None:
+    """Invitations keep the invitee as the inviter named it, and are found by their
+    inviter: a team's admins list its pending invitations (an invitation to a name
+    no identity has is kept too, so the list does not tell who exists), and an
+    identity may have only so many pending (issue 32, items 4 and 9)."""
+    conn.execute('ALTER TABLE invitations ADD COLUMN named text COLLATE "C"')
+    conn.execute("CREATE INDEX ix_invitations_inviter ON invitations (invited_by)")
 
 
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())
