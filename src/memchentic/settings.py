@@ -193,6 +193,35 @@ class Settings(BaseSettings):
     memory_reranker_enabled: bool = _env(
         "MEMORY_RERANKER_ENABLED", False, "Rerank the top candidates with the reranker."
     )
+    search_rerank: bool = _env(
+        "SEARCH_RERANK",
+        False,
+        "Second stage: reorder the first SEARCH_RERANK_DEPTH candidates by what their text says.",
+    )
+    search_rerank_depth: int = _env(
+        "SEARCH_RERANK_DEPTH", 40, "Candidates the second stage reorders (at least limit).", ge=1
+    )
+    search_rerank_coverage_weight: float = _env(
+        "SEARCH_RERANK_COVERAGE_WEIGHT", 0.5,
+        "rerank_coverage = 1 + this x the IDF-weighted share of the query's words present.", ge=0,
+    )  # fmt: skip
+    search_rerank_proximity_weight: float = _env(
+        "SEARCH_RERANK_PROXIMITY_WEIGHT", 0.25,
+        "rerank_proximity = 1 + this x the share of the query's words in one 8-word window.", ge=0,
+    )  # fmt: skip
+    search_rerank_phrase_weight: float = _env(
+        "SEARCH_RERANK_PHRASE_WEIGHT", 0.25,
+        "rerank_phrase = 1 + this x the share of the query's word pairs found adjacent.", ge=0,
+    )  # fmt: skip
+    search_rerank_entity_weight: float = _env(
+        "SEARCH_RERANK_ENTITY_WEIGHT", 0.25,
+        "rerank_entities = 1 + this x the share of the query's names and numbers present.", ge=0,
+    )  # fmt: skip
+    search_rerank_answer_weight: float = _env(
+        "SEARCH_RERANK_ANSWER_WEIGHT", 0.1,
+        "rerank_answer = 1 + this when the memory states what the question asks for (who, "
+        "where, when, how many).", ge=0,
+    )  # fmt: skip
     search_candidate_floor: int = _env(
         "SEARCH_CANDIDATE_FLOOR",
         100,

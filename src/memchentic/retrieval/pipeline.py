@@ -1,7 +1,8 @@
 """The search pipeline (DESIGN section 3):
 
     query -> filter -> candidates (vector kNN + keywords, over-fetched)
-          -> fuse and adjust (the profile's scorer) -> optional route / rerank -> top limit
+          -> fuse and adjust (the profile's scorer) -> optional route
+          -> second stage (``SEARCH_RERANK``, ``rerank.py``) -> optional reranker -> top limit
 
 No backend names here: candidates come from the store interface.
 """
@@ -12,7 +13,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -22,7 +23,7 @@ from .. import tracing
 from ..record import MemoryRecord
 from ..settings import Settings
 from ..store.base import MemoryFilter, RankRow, Store, stored_cosines
-from . import context, cues, signals
+from . import context, cues, rerank, signals
 from .profiles import Candidate, ScoringContext, SearchProfile
 from .router import route
 
@@ -387,6 +388,18 @@ def _add_coverage(store: Store, query: str, candidates: list[Candidate]) -> None
         cand.coverage = signals.keyword_coverage(set(store.index_terms(text)), weights)
 
 
+def _second_stage(
+    store: Store, req: SearchRequest, settings: Settings, ranked: list[Candidate], depth: int
+) -> list[Candidate]:
+    """The first ``depth`` of ``ranked`` (best first) reordered by the second
+    stage's signals (``rerank.SIGNALS``); the rest after them, as they were."""
+    head = ranked[:depth]
+    q = rerank.query_cues(req.query, rerank.idf_of(*store.term_stats(req.query)))
+    rerank.rescore(head, q, rerank.weights_of(settings))
+    head.sort(key=lambda c: (-c.score, c.memory.id))
+    return head + ranked[depth:]
+
+
 def run(
     store: Store,
     req: SearchRequest,
@@ -408,8 +421,11 @@ def run(
     rescored = settings.memory_selroute_enabled or (
         reranker is not None and settings.memory_reranker_enabled
     )  # both change scores after the profile's: every candidate counts
+    second = settings.search_rerank and req.profile.rerank
+    depth = max(req.limit, settings.search_rerank_depth) if second else req.limit
+    head_req = replace(req, limit=depth)  # the second stage needs its first `depth` exact
     with tracing.span("memchentic.search.rank", {"memchentic.profile": req.profile.name}) as span:
-        candidates = None if rescored else _bounded(store, req, settings, stages, ctx)
+        candidates = None if rescored else _bounded(store, head_req, settings, stages, ctx)
         if candidates is None:
             candidates = _assemble(store, req, settings, stages)
             for cand in candidates:
@@ -423,6 +439,8 @@ def run(
                 cand.score *= factor
         candidates.sort(key=lambda c: (-c.score, c.memory.id))
         span.set_attribute("memchentic.candidates", len(candidates))
+    if second and candidates:
+        candidates = _second_stage(store, req, settings, candidates, depth)
     if reranker is not None and settings.memory_reranker_enabled and candidates:
         head = candidates[: req.limit * settings.knn_overfetch_multiplier]
         with tracing.span("memchentic.search.rerank", {"memchentic.candidates": len(head)}):

@@ -230,16 +230,20 @@ class SearchProfile:
     #: With ``bound``: the largest ratio of a bound to its score (see ``spread_rrf``);
     #: the pipeline loads at once every candidate that can rank by that ratio.
     spread: Callable[[ScoringContext], float] | None = None
+    #: Whether the second stage (``retrieval.rerank``, ``SEARCH_RERANK``) reorders
+    #: this profile's first candidates: the fused-rank profiles, whose scores keep
+    #: no trace of what the text says.
+    rerank: bool = False
 
 
 RRF = SearchProfile(
     "rrf", score_rrf, description="match x freshness x path x confidence x usage",
-    bound=bound_rrf, spread=spread_rrf,
+    bound=bound_rrf, spread=spread_rrf, rerank=True,
 )  # fmt: skip
 CONVERSATION = SearchProfile(
     "conversation", score_conversation,
     description="rrf, with speakers also read from transcript lines ('Name: text')",
-    bound=bound_rrf, spread=spread_rrf,
+    bound=bound_rrf, spread=spread_rrf, rerank=True,
 )  # fmt: skip
 COSINE_DECAY = SearchProfile(
     "cosine_decay",

@@ -1,0 +1,350 @@
+"""The second ranking stage (issue 33, item 1): the first ``SEARCH_RERANK_DEPTH``
+candidates of the profile's ranking, reordered with evidence a fused ranking of
+two candidate lists cannot see (it keeps ranks and drops what the text says).
+
+Each signal is a small pure function of the query's cues (read once per search,
+:func:`query_cues`) and one memory's text, in ``[0, 1]``; the stage multiplies
+a candidate's first-stage score by ``1 + weight x signal`` for each, so a
+signal that does not apply is exactly 1, and each factor is in the hit's trace
+under its name (:data:`SIGNALS`):
+
+* ``coverage``: the IDF-weighted share of the query's words the memory holds
+  (a fused rank does not say whether the one rare word of the question is there);
+* ``proximity``: the IDF-weighted share of the query's words found together in
+  one window of ``WINDOW`` words of the memory (an answer states them together);
+* ``phrase``: the IDF-weighted share of the query's adjacent word pairs that the
+  memory holds as adjacent words too ("support group", "New York");
+* ``entities``: the share of what the query names (capitalised words past the
+  start of a sentence, numbers) that the memory or its recorded speaker names;
+* ``answer``: the question's wh-type (who, where, when, how many) against what
+  the memory states (a person, a place, a time or date, a number): 1 when it
+  states that kind of thing, 0 when it does not or the question has no type.
+
+Words are compared after a light suffix folding (:func:`fold`), the same on
+both sides; the IDF comes from the store's own term statistics. Nothing here
+reads one data set's format: no speaker prefixes, no one date style.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from ..text import STOPWORDS, idf
+from .cues import MONTHS, speaker_of
+from .profiles import Candidate
+
+__all__ = [
+    "ANSWER_KINDS",
+    "SIGNALS",
+    "WINDOW",
+    "DocText",
+    "QueryCues",
+    "answer",
+    "answer_kind",
+    "coverage",
+    "doc_text",
+    "entities",
+    "factors",
+    "fold",
+    "idf_of",
+    "phrase",
+    "proximity",
+    "query_cues",
+    "rescore",
+    "states",
+    "weights_of",
+]
+
+#: Words a proximity window spans (content words, stopwords left out).
+WINDOW = 8
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+#: A capitalised word (a name, a place, a title).
+_CAPITAL = re.compile(r"^[A-Z][\w'-]*$")
+
+
+def fold(word: str) -> str:
+    """A lower-cased word with its common English inflection folded away
+    (``groups`` -> ``group``, ``painted`` -> ``paint``, ``stories`` ->
+    ``story``), so a question and a memory that use two forms of a word agree.
+    Short words are left as they are."""
+    w = word.lower()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 5 and w.endswith("ing"):
+        return w[:-3]
+    if len(w) > 4 and w.endswith("ed"):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+def _content(tokens: Iterable[str]) -> list[str]:
+    """Folded words of ``tokens``, stopwords left out, in order."""
+    return [fold(t) for t in tokens if t.lower() not in STOPWORDS]
+
+
+# --- the query, read once per search -----------------------------------------------------
+ANSWER_KINDS = ("person", "place", "time", "number")
+#: The wh-phrase of a question -> the kind of thing its answer is. The first one
+#: in the question decides ("When did you say how many ..." asks for a time).
+_WH = [
+    (r"who|whom|whose", "person"),
+    (r"where", "place"),
+    (r"when|what\s+(?:time|date|day|year|month)|which\s+(?:day|date|year|month)"
+     r"|how\s+long\s+ago|since\s+when", "time"),
+    (r"how\s+(?:many|much|often|long|old|far)|what\s+(?:number|percentage|amount)", "number"),
+]  # fmt: skip
+_WH_RE = re.compile(r"\b(?:" + "|".join(f"(?P<k{i}>{p})" for i, (p, _) in enumerate(_WH)) + r")\b",
+                    re.I)  # fmt: skip
+
+
+def answer_kind(question: str) -> str | None:
+    """The kind of thing a question asks for (one of :data:`ANSWER_KINDS`), from
+    its first wh-phrase; None for other questions (what, why, how, statements)."""
+    m = _WH_RE.search(question)
+    if m is None:
+        return None
+    for i, (_, kind) in enumerate(_WH):
+        if m.group(f"k{i}"):
+            return kind
+    return None  # pragma: no cover - one group always matched
+
+
+def _entities(text: str) -> frozenset[str]:
+    """What ``text`` names: capitalised words that do not start a sentence (or
+    clause), and numbers; folded, stopwords and "I" left out."""
+    out: set[str] = set()
+    starts = True
+    for m in re.finditer(r"[^\W_]+|[.!?:;\"]", text):
+        tok = m.group(0)
+        if tok in '.!?:;"':
+            starts = True
+            continue
+        low = tok.lower()
+        if any(ch.isdigit() for ch in tok) or (
+            not starts and _CAPITAL.match(tok) and low not in STOPWORDS and low != "i"
+        ):
+            out.add(fold(tok))
+        starts = False
+    return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCues:
+    """What the second stage reads of a query."""
+
+    #: Folded content words of the query, in order, with repeats.
+    terms: tuple[str, ...] = ()
+    #: Folded word -> its IDF in the store (words the store never saw: the largest).
+    weights: Mapping[str, float] = field(default_factory=dict)
+    #: What the query names (see :func:`_entities`), folded.
+    entities: frozenset[str] = frozenset()
+    #: The kind of thing the question asks for (:func:`answer_kind`).
+    answer: str | None = None
+
+
+def query_cues(query: str, idf: Mapping[str, float]) -> QueryCues:
+    """The query's cues; ``idf``: each query word (lower-cased, as the keyword
+    index splits it) -> its IDF. A folded word takes the largest IDF of its
+    forms; a word absent from ``idf`` takes the largest IDF given (it is at
+    least as rare as any), or 1 when none is."""
+    terms = tuple(_content(_TOKEN.findall(query)))
+    top = max(idf.values(), default=1.0)
+    weights: dict[str, float] = {}
+    for word, value in idf.items():
+        key = fold(word)
+        weights[key] = max(weights.get(key, 0.0), value)
+    weights = {t: weights.get(t, top) for t in terms}
+    return QueryCues(terms, weights, _entities(query), answer_kind(query))
+
+
+# --- a memory's text ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class DocText:
+    """A memory's text as the signals read it."""
+
+    raw: str
+    #: Folded content words, in order.
+    terms: tuple[str, ...]
+    #: Folded words of the text and of its recorded speaker (any case, stopwords kept).
+    words: frozenset[str]
+
+
+def doc_text(text: str, speaker: str | None = None) -> DocText:
+    tokens = _TOKEN.findall(text)
+    named = _TOKEN.findall(speaker or "")
+    return DocText(text, tuple(_content(tokens)), frozenset(fold(t) for t in tokens + named))
+
+
+# --- signals ----------------------------------------------------------------------------
+def _total(weights: Mapping[str, float], terms: Iterable[str]) -> float:
+    return sum(weights.get(t, 0.0) for t in set(terms))
+
+
+def coverage(doc: DocText, q: QueryCues) -> float:
+    """IDF-weighted share of the query's distinct content words in the memory."""
+    total = _total(q.weights, q.terms)
+    if total <= 0:
+        return 0.0
+    have = set(doc.terms)
+    return sum(q.weights[t] for t in set(q.terms) if t in have) / total
+
+
+def proximity(doc: DocText, q: QueryCues, window: int = WINDOW) -> float:
+    """IDF-weighted share of the query's distinct content words found together
+    in the best window of ``window`` consecutive content words of the memory.
+    0 for a query of fewer than two words (nothing to be near)."""
+    wanted = set(q.terms)
+    total = _total(q.weights, wanted)
+    if len(wanted) < 2 or total <= 0:
+        return 0.0
+    hits = [(i, t) for i, t in enumerate(doc.terms) if t in wanted]
+    best, left = 0.0, 0
+    inside: dict[str, int] = {}
+    for pos, term in hits:
+        inside[term] = inside.get(term, 0) + 1
+        while pos - hits[left][0] >= window:
+            gone = hits[left][1]
+            inside[gone] -= 1
+            if not inside[gone]:
+                del inside[gone]
+            left += 1
+        if len(inside) >= 2:
+            best = max(best, sum(q.weights[t] for t in inside))
+    return best / total
+
+
+def phrase(doc: DocText, q: QueryCues) -> float:
+    """IDF-weighted share of the query's adjacent content-word pairs (a pair
+    weighs its two words' IDF) that are adjacent in the memory too, in order.
+    0 for a query of fewer than two words."""
+    pairs = {(a, b) for a, b in zip(q.terms, q.terms[1:], strict=False) if a != b}
+    if not pairs:
+        return 0.0
+    total = sum(q.weights[a] + q.weights[b] for a, b in pairs)
+    if total <= 0:
+        return 0.0
+    have = set(zip(doc.terms, doc.terms[1:], strict=False))
+    return sum(q.weights[a] + q.weights[b] for a, b in pairs if (a, b) in have) / total
+
+
+def entities(doc: DocText, q: QueryCues) -> float:
+    """The share of what the query names that the memory (or its recorded
+    speaker) names too; 0 when the query names nothing."""
+    if not q.entities:
+        return 0.0
+    return len(q.entities & doc.words) / len(q.entities)
+
+
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
+    "|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy"
+    "|eighty|ninety|hundred|thousand|million|billion|dozens?|couple|twice|half"
+)
+#: Month names, "may" only before a day's number (it is also a verb).
+_MONTH_NAMES = "|".join(sorted((m for m in MONTHS if len(m) > 3), key=len, reverse=True))
+_MONTH_NAMES = _MONTH_NAMES.replace("|may", "") + r"|may(?=\s+\d)"
+_STATES: dict[str, re.Pattern[str]] = {
+    "number": re.compile(r"\d|\b(?:" + _NUMBER_WORDS + r")\b", re.I),
+    "time": re.compile(
+        r"\b(?:(?:19|20)\d\d|\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?|\d{1,2}(?::\d\d)?\s*(?:am|pm)"
+        r"|(?:" + _MONTH_NAMES + r")|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+        r"|yesterday|today|tonight|tomorrow|ago|weekend|morning|afternoon|evening|noon"
+        r"|(?:last|next|this|that|every)\s+(?:week|month|year|night|summer|winter|spring|fall"
+        r"|autumn|time)|(?:week|month|year|day)s?\s+(?:ago|later|before|after)|since|until)\b",
+        re.I,
+    ),
+    "place": re.compile(
+        r"\b(?:in|at|to|from|near|visit(?:ed|ing)?|around|across)\s+(?:the\s+)?[A-Z][\w'-]+"
+        r"|\b(?:home|house|park|beach|city|town|country|museum|school|restaurant|cafe|office"
+        r"|church|store|shop|library|hospital|lake|mountains?|island|village|street|studio"
+        r"|gym|hotel|airport|station|center|centre|camp|abroad|downtown)\b",
+    ),
+    "person": re.compile(
+        r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z][\w'-]*"
+        r"|\b(?:mom|mum|dad|mother|father|parents?|sister|brother|sibling|wife|husband|partner"
+        r"|son|daughter|kids?|children|friends?|boss|colleague|coworker|neighbou?r|grandma"
+        r"|grandpa|grandmother|grandfather|aunt|uncle|cousin|teacher|doctor|mentor"
+        r"|boyfriend|girlfriend|fianc[eé]e?)\b",
+    ),
+}
+
+
+def states(kind: str, text: str) -> bool:
+    """True when ``text`` states a thing of ``kind`` (:data:`ANSWER_KINDS`): a
+    number (digits or number words), a time (a year, a date in digits, a month,
+    a weekday, a clock time, yesterday, last week, two years ago ...), a place (a
+    capitalised name after in / at / to / from, or a place noun), a person (a
+    capitalised name inside a sentence, or a relation: mom, friend, boss ...)."""
+    if kind == "person":
+        return any(m.group(0).lower() not in STOPWORDS and m.group(0) != "I"
+                   for m in _STATES["person"].finditer(text))  # fmt: skip
+    pattern = _STATES.get(kind)
+    return bool(pattern and pattern.search(text))
+
+
+def answer(doc: DocText, q: QueryCues) -> float:
+    """1 when the question has a wh-type and the memory states that kind of
+    thing, else 0."""
+    return 1.0 if q.answer is not None and states(q.answer, doc.raw) else 0.0
+
+
+Signal = Callable[[DocText, QueryCues], float]
+#: The stage's signals, in trace order: name -> (function, the Settings field of its weight).
+SIGNALS: dict[str, tuple[Signal, str]] = {
+    "coverage": (coverage, "search_rerank_coverage_weight"),
+    "proximity": (proximity, "search_rerank_proximity_weight"),
+    "phrase": (phrase, "search_rerank_phrase_weight"),
+    "entities": (entities, "search_rerank_entity_weight"),
+    "answer": (answer, "search_rerank_answer_weight"),
+}
+
+
+def factors(
+    doc: DocText, q: QueryCues, weights: Mapping[str, float], names: Set[str] | None = None
+) -> dict[str, float]:
+    """Each signal's factor ``1 + weight x signal`` (exactly 1 at weight 0),
+    under the trace key ``rerank_<name>``; ``names`` limits them."""
+    out: dict[str, float] = {}
+    for name, (fn, _) in SIGNALS.items():
+        if names is not None and name not in names:
+            continue
+        w = weights.get(name, 0.0)
+        out[f"rerank_{name}"] = 1.0 + w * fn(doc, q) if w > 0 else 1.0
+    return out
+
+
+def weights_of(settings: object) -> dict[str, float]:
+    """Each signal's weight as ``settings`` sets it."""
+    return {name: float(getattr(settings, attr)) for name, (_, attr) in SIGNALS.items()}
+
+
+def idf_of(
+    pairs: Sequence[tuple[str, str]], freqs: Mapping[str, int], total: int
+) -> dict[str, float]:
+    """Each query word's IDF from the store's term statistics (``Store.term_stats``:
+    (word, index term) pairs, document frequencies, document count); a word the
+    index splits into several terms takes the largest."""
+    out: dict[str, float] = {}
+    for word, term in pairs:
+        value = idf(freqs.get(term, 0), max(total, 1))
+        out[word] = max(out.get(word, 0.0), value)
+    return out
+
+
+def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float]) -> None:
+    """The stage on the first candidates: each one's score times its factors,
+    the factors and the first stage's score (``first_stage_score``) in its trace.
+    The caller sorts."""
+    for cand in head:
+        m = cand.memory
+        text = " ".join(filter(None, (m.title, m.content)))
+        parts = factors(doc_text(text, speaker_of(m.content, m.metadata)), q, weights)
+        cand.trace["first_stage_score"] = cand.score
+        cand.trace.update(parts)
+        for value in parts.values():
+            cand.score *= value
