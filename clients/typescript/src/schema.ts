@@ -479,6 +479,20 @@ export interface Routes {
     body: never;
     response: DeletedOut;
   };
+  /** Pending invitations (admins) */
+  "GET /v1/groups/{name}/invitations": {
+    path: { name: string; };
+    query: { limit?: number | null; offset?: number; };
+    body: never;
+    response: Array<Record<string, unknown>>;
+  };
+  /** Withdraw an invitation (admins) */
+  "DELETE /v1/groups/{name}/invitations/{identity}": {
+    path: { name: string; identity: string; };
+    query: never;
+    body: never;
+    response: DeletedOut;
+  };
   /** Members */
   "GET /v1/groups/{name}/members": {
     path: { name: string; };
@@ -524,7 +538,7 @@ export interface Routes {
   /** My invitations */
   "GET /v1/invitations": {
     path: never;
-    query: never;
+    query: { kind?: string | null; limit?: number | null; offset?: number; };
     body: never;
     response: Array<Record<string, unknown>>;
   };
@@ -685,6 +699,20 @@ export interface Routes {
   /** Decline an invitation */
   "POST /v1/orgs/{name}/decline": {
     path: { name: string; };
+    query: never;
+    body: never;
+    response: DeletedOut;
+  };
+  /** Pending invitations (admins) */
+  "GET /v1/orgs/{name}/invitations": {
+    path: { name: string; };
+    query: { limit?: number | null; offset?: number; };
+    body: never;
+    response: Array<Record<string, unknown>>;
+  };
+  /** Withdraw an invitation (admins) */
+  "DELETE /v1/orgs/{name}/invitations/{identity}": {
+    path: { name: string; identity: string; };
     query: never;
     body: never;
     response: DeletedOut;
