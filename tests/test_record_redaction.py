@@ -150,8 +150,11 @@ def test_record_turn_and_add_message_say_what_was_redacted(make_mem: Callable[..
     turn = mem.record_turn("user", _turn(GHP), session_id="s1", user_id="sam",
                            metadata={"api_key": "Zx9Kq2Lm7Vb4"})  # fmt: skip
     _kept(turn.content, GHP, "github_token")
-    assert turn.metadata == {"api_key": "[REDACTED:password]",
-                             "redacted": ["github_token", "password"], "redacted_count": 2}
+    assert turn.metadata == {
+        "api_key": "[REDACTED:password]",
+        "redacted": ["github_token", "password"],
+        "redacted_count": 2,
+    }
     message = mem.add_message({"role": "assistant", "content": _turn(AKIA)},
                               session_id="s1", user_id="sam")  # fmt: skip
     _kept(message.content, AKIA, "aws_access_key")

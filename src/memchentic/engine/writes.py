@@ -431,7 +431,6 @@ class Writes(Core):
         self._flush(ctx, (event, new.namespace, new.id, {}))
         return WriteResult("updated", new.id, [new.id], memory=new)
 
-
     def restore(self, memory_id: str, *, now: datetime | str | None = None) -> WriteResult:
         """Bring a superseded (or expired) memory back live: undo an automatic decision.
 
@@ -470,6 +469,7 @@ class Writes(Core):
         self._flush(ctx, ("memory.restored", new.namespace, new.id, {"undone": undone}))
         return WriteResult("restored", new.id, [new.id, *sorted(shown)],
                            reason="restore:" + ",".join(undone), memory=new)  # fmt: skip
+
 
 ADD_OPTIONS = frozenset(
     {n for n in inspect.signature(Writes._prepare).parameters if not n.startswith("_")}

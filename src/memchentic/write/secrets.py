@@ -488,9 +488,7 @@ RECORD_FIELDS = ("content", "title", "tier_l0", "tier_l1", "slot_key", "path_hin
 SECRET_RULE = "must not contain secrets (keys, passwords, tokens)"
 
 
-def apply_policy(
-    target: Any, policy: str, fields: Iterable[str]
-) -> dict[str, dict[str, int]]:
+def apply_policy(target: Any, policy: str, fields: Iterable[str]) -> dict[str, dict[str, int]]:
     """Scan the attributes ``fields`` of ``target`` (a record, an edge, a turn): per
     field, how many secrets of each kind (none under ``allow``). Under ``redact`` the
     secrets are replaced in place; under ``refuse`` nothing changes and the caller
