@@ -543,8 +543,30 @@ export class Directory {
     return this.client.send("POST", `${teamPath(team)}/members`, { body, call });
   }
 
-  invitations(call?: T.CallOptions): Promise<T.Invitation[]> {
-    return this.client.send("GET", "/v1/invitations", { call });
+  /** The key's pending invitations (every one, for an admin key), a page at a time. */
+  invitations(
+    options: { kind?: "group" | "org" | null; limit?: number; offset?: number } = {},
+    call?: T.CallOptions,
+  ): Promise<T.Invitation[]> {
+    const query = { kind: options.kind, limit: options.limit, offset: options.offset || undefined };
+    return this.client.send("GET", "/v1/invitations", { query, call });
+  }
+
+  /** A team's pending invitations (its admins), a page at a time. */
+  teamInvitations(
+    team: string,
+    options: { limit?: number; offset?: number } = {},
+    call?: T.CallOptions,
+  ): Promise<T.Invitation[]> {
+    const query = { limit: options.limit, offset: options.offset || undefined };
+    return this.client.send("GET", `${teamPath(team)}/invitations`, { query, call });
+  }
+
+  /** Withdraw a pending invitation (a team admin); false when there was none. */
+  async withdraw(team: string, identity: string, call?: T.CallOptions): Promise<boolean> {
+    const path = `${teamPath(team)}/invitations/${seg(identity, "identity")}`;
+    const found = await this.client.send<S.DeletedOut>("DELETE", path, { call });
+    return found.deleted;
   }
 
   accept(team: string, call?: T.CallOptions): Promise<T.Membership> {

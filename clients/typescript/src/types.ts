@@ -177,6 +177,8 @@ export interface Invitation {
   invited_by: string | null;
   created_at: string | null;
   team_name: string | null;
+  /** The invitee as the inviter named it (`bob`, `user:bob`). */
+  named: string | null;
   status?: "invited";
 }
 export interface Grant {

@@ -392,6 +392,23 @@ describe("directory", () => {
     assert.deepEqual(await bob.directory.invitations(), []);
     assert.throws(() => admin.directory.members("team-without-kind"), ValidationError);
   });
+
+  it("invitations: an org admin invites, lists, withdraws; the invitee sees and accepts", async () => {
+    await admin.directory.createOrg("ts-org", { admins: ["alice"] });
+    const first = await alice.directory.addMember("org:ts-org", "bob");
+    assert.equal(first.status, "invited", JSON.stringify(first));
+    const pending = await alice.directory.teamInvitations("org:ts-org", { limit: 10 });
+    assert.deepEqual(pending.map((i) => i.named ?? i.identity_id).length, 1);
+    assert.equal((await bob.directory.invitations({ kind: "org" })).length, 1);
+    assert.deepEqual(await bob.directory.invitations({ kind: "group" }), []);
+    assert.equal(await alice.directory.withdraw("org:ts-org", "bob"), true);
+    assert.deepEqual(await bob.directory.invitations(), []);
+    await alice.directory.addMember("org:ts-org", "bob");
+    const joined = await bob.directory.accept("org:ts-org");
+    assert.equal(joined.identity_id, "bob");
+    const members = await admin.directory.members("org:ts-org");
+    assert.ok(members.some((m) => m.identity_id === "bob"), JSON.stringify(members));
+  });
 });
 
 describe("reset", () => {
