@@ -94,7 +94,7 @@ def serve(
         "memchentic.server.app:app_from_env", factory=True, host=host, port=port,
         workers=workers, log_level=log_level, timeout_graceful_shutdown=5,
         http="memchentic.server.nodelay:NoDelayHTTP",
-        **({"log_config": log_config} if log_config is not None else {}),
+        log_config=uvicorn.config.LOGGING_CONFIG if log_config is None else log_config,
     )  # fmt: skip
 
 

@@ -273,7 +273,11 @@ class ServerMetrics:
     def start(self) -> None:
         """Count write outcomes from the bus, time operations and the embedder."""
         token = self.mem.subscribe(self._on_event)
-        self._stops.append(lambda: self.mem.unsubscribe(token))
+
+        def unsubscribe() -> None:
+            self.mem.unsubscribe(token)
+
+        self._stops.append(unsubscribe)
         self._stops.append(tracing.observe(self._on_operation))
         self._embedder = self.mem.embedder
         self.mem.embedder = MeasuredEmbedder(self._embedder, self)
