@@ -65,7 +65,8 @@ def ts_type(schema: dict[str, Any], *, dates: bool = False) -> str:
     if "$ref" in schema:
         return _name(schema["$ref"])
     if "anyOf" in schema or "oneOf" in schema:
-        parts = [ts_type(s, dates=dates) for s in schema.get("anyOf", schema.get("oneOf"))]
+        options = schema.get("anyOf") or schema.get("oneOf") or []
+        parts = [ts_type(s, dates=dates) for s in options]
         return " | ".join(dict.fromkeys(parts))
     if "const" in schema:
         return json.dumps(schema["const"])
@@ -180,7 +181,7 @@ def render(spec: dict[str, Any] | None = None) -> str:
     """The file, as ``clients/typescript/src/schema.ts`` should hold it."""
     spec = spec or openapi()
     out = [HEADER]
-    out.append(f"/** The `info.version` of the OpenAPI document this was generated from. */")
+    out.append("/** The `info.version` of the OpenAPI document this was generated from. */")
     out.append(f"export const API_VERSION = {json.dumps(spec['info']['version'])};")
     out.append("")
     schemas = spec.get("components", {}).get("schemas", {})
