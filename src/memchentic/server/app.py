@@ -240,6 +240,8 @@ def create_app(
         async with AsyncExitStack() as stack:
             if mcp_server is not None:
                 await stack.enter_async_context(mcp_server.session_manager.run())
+            if metrics is not None:
+                metrics.start()
             try:
                 yield
             finally:

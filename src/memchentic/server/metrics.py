@@ -271,7 +271,8 @@ class ServerMetrics:
 
     # --- wiring
     def start(self) -> None:
-        """Count write outcomes from the bus, time operations and the embedder."""
+        """Count write outcomes from the bus, time operations and the embedder (until
+        :meth:`close`: the server's lifespan)."""
         token = self.mem.subscribe(self._on_event)
 
         def unsubscribe() -> None:
@@ -415,8 +416,7 @@ def install(app: FastAPI, mem: Memory) -> ServerMetrics | None:
     settings = mem.settings
     if not settings.server_metrics:
         return None
-    metrics = ServerMetrics(mem)
-    metrics.start()
+    metrics = ServerMetrics(mem)  # started and closed by the app's lifespan
     app.add_middleware(HttpMetrics, metrics=metrics, routes=app.router.routes)
 
     def scrape() -> PlainTextResponse:
