@@ -7,7 +7,10 @@ directory decides (DESIGN section 2): an identity may create groups, manage the
 groups and orgs it administers, and share its own federated namespaces. Members
 an identity names are only invited (``"status": "invited"``, the same answer
 whether or not the identity exists) and join with ``POST .../accept``; an admin
-key adds them at once (``"status": "member"``)."""
+key adds them at once (``"status": "member"``). A team's admins list its pending
+invitations (``GET .../invitations``) and withdraw one (``DELETE
+.../invitations/{identity}``); lists of invitations come in pages (``limit``,
+``offset``)."""
 
 from __future__ import annotations
 
