@@ -81,12 +81,20 @@ class _NoTracer:
 tracer: Any = _otel.get_tracer(TRACER_NAME) if _otel is not None else _NoTracer()
 
 
+_UNKNOWN = object()
+
+
 def active() -> bool:
     """Whether spans are recorded: OpenTelemetry is installed and a tracer provider
     (an SDK's) has been set; the API's default proxy records nothing."""
     if _otel is None:
         return False
-    return not isinstance(_otel.get_tracer_provider(), _otel.ProxyTracerProvider)
+    # The API's global, read directly: get_tracer_provider() looks in os.environ on
+    # every call while none is set (microseconds, on every span and operation).
+    provider = getattr(_otel, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is _UNKNOWN:  # another version of the API: the public way
+        provider = _otel.get_tracer_provider()
+    return provider is not None and not isinstance(provider, _otel.ProxyTracerProvider)
 
 
 def span(
