@@ -300,8 +300,9 @@ describe("upkeep and export", () => {
   it("stats counts only what the key may read", async () => {
     const mine = await alice.stats();
     const theirs = await bob.stats();
-    assert.ok(JSON.stringify(mine) !== JSON.stringify(theirs));
-    assert.equal(typeof mine, "object");
+    assert.deepEqual(Object.keys(mine.by_namespace), ["user:alice"]);
+    assert.ok(!Object.keys(theirs.by_namespace).includes("user:alice"), JSON.stringify(theirs));
+    assert.equal(mine.live, (await alice.list({ limit: 1000 })).length);
   });
 
   it("gc deletes what expired long ago (a Date option is sent as ISO 8601); dryRun only reports", async () => {
@@ -408,6 +409,30 @@ describe("directory", () => {
     assert.equal(joined.identity_id, "bob");
     const members = await admin.directory.members("org:ts-org");
     assert.ok(members.some((m) => m.identity_id === "bob"), JSON.stringify(members));
+  });
+});
+
+describe("directory administration", () => {
+  it("identities, renames, removal, declines and grants", async () => {
+    const erin = await admin.directory.createIdentity("erin", "agent");
+    assert.equal(erin.kind, "agent");
+    const renamed = await admin.directory.renameIdentity("agent:erin", "erin-2");
+    assert.equal(renamed.name, "erin-2");
+    assert.ok((await admin.directory.identities("agent")).some((i) => i.id === erin.id));
+    await admin.directory.createGroup("ts-renamed", { admins: ["alice"], members: ["bob"] });
+    const team = await admin.directory.renameTeam("group:ts-renamed", "ts-renamed-2");
+    assert.equal(team.name, "ts-renamed-2");
+    assert.equal(await admin.directory.removeMember("group:ts-renamed-2", "bob"), true);
+    assert.ok(!(await admin.directory.members("group:ts-renamed-2")).some((m) => m.identity_id === "bob"));
+    await admin.directory.createOrg("ts-declined", { admins: ["alice"] });
+    await alice.directory.addMember("org:ts-declined", "bob");
+    assert.equal(await bob.directory.decline("org:ts-declined"), true);
+    assert.deepEqual(await bob.directory.invitations(), []);
+    const grant = await admin.directory.grant("federated:ts-org:alice", "bob");
+    assert.equal(grant.grantee, (await admin.directory.identities("user")).find((i) => i.name === "bob").id);
+    assert.equal((await admin.directory.grants("federated:ts-org:alice")).length, 1);
+    assert.equal(await admin.directory.revoke("federated:ts-org:alice", "bob"), true);
+    assert.deepEqual(await admin.directory.grants("federated:ts-org:alice"), []);
   });
 });
 
