@@ -189,7 +189,7 @@ def test_near_duplicate_is_refused_with_the_existing_id(db: Path) -> None:
 
     assert data["status"] == "refused"
     assert data["id"] == first
-    assert data["reason"] == "near_duplicate"
+    assert data["reason"] == "duplicate:exact"  # the rule that refused it (issue 31, item 7)
     text = ok(cli(db, "add", "Sam is allergic to peanuts")).stdout
     assert text.startswith(f"refused {first}")
     reinforced = as_json(

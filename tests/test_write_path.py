@@ -49,7 +49,7 @@ def test_near_duplicate_entry_is_refused_with_the_existing_id(mem: Memory):
     first = mem.add("Leo's standup is at 9:30 every weekday", user_id="leo")
     again = mem.add("Leo's standup is at 9:30 every weekday.", user_id="leo")
     assert again.status == "refused" and again.id == first.id
-    assert again.reason == "near_duplicate" and again.similarity >= 0.92
+    assert again.reason == "duplicate:exact" and again.similarity >= 0.92  # issue 31, item 7
     assert len(mem.list(user_id="leo")) == 1
 
 
@@ -156,7 +156,7 @@ def test_negation_cues_count_what_the_pattern_finds() -> None:
     assert sum(1 for t in texts if negation_cues(t)) > 1000  # both branches ran
     assert sum(1 for t in texts if not negation_cues(t)) > 200
     # the shortcut derives words from the cues: they must stay plain words
-    assert all(re.fullmatch(r"[a-z]+(?:'\?[a-z]+)?(?: [a-z]+)?", cue) for cue in NEGATION_CUES)
+    assert all(re.fullmatch(r"[a-z]+(?: [a-z]+)*", cue) for cue in NEGATION_CUES)
 
 
 @pytest.mark.parametrize(

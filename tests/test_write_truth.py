@@ -27,15 +27,17 @@ from memchentic.write.statements import Relation, Thresholds, relate, tokens
 
 from .data.statement_pairs import ADDED, PAIRS, REFUSED, SUPERSEDED, TURNS
 
-#: Pairs the rule gets wrong with MiniLM, each for a reason the words cannot tell:
-#: a verb swapped for a synonym under NEAR_DUP_THRESHOLD (added: a safe miss), or
-#: for another verb over it (refused). Listed so the figures stay honest; the test
-#: checks they still behave as written here, so a fix shows.
+#: Pairs the rule gets wrong with MiniLM, each for a reason the words cannot tell.
+#: Listed so the figures stay honest; the test checks they still behave as written
+#: here, so a fix shows. Issue 31, item 3: a content word that is neither an
+#: inflection nor a synonym of another makes the second statement new, whatever the
+#: cosine, so a statement that adds one ("... car", "works as") is added (a safe miss:
+#: a near-copy, never a lost fact). The synonyms of ``relations.SYNONYMS`` ("likes" /
+#: "enjoys", "answer" / "reply") and verbs that differ ("paid" / "sent", "reading" /
+#: "writing") are no longer misses.
 KNOWN_MISSES = {
-    ("Likes Italian food", "Enjoys Italian food"): ADDED,  # cosine 0.90
-    ("Always answer in English", "Always reply in English"): ADDED,  # 0.82
-    ("The invoice was paid in March", "The invoice was sent in March"): REFUSED,  # 0.92
-    ("Mia is reading a book about Rome", "Mia is writing a book about Rome"): REFUSED,  # 0.96
+    ("Dan drives a red Toyota", "Dan drives a red Toyota car"): ADDED,
+    ("Jack is a software engineer", "Jack works as a software engineer"): ADDED,
 }
 
 PATHS = ("add", "add_many", "one_batch", "learn", "manage", "http", "mcp")
@@ -192,13 +194,14 @@ def test_every_path_gives_every_pair_its_label(faces: Any, path: str) -> None:
 def test_an_update_supersedes_with_its_history(local_mem: Memory) -> None:
     old = local_mem.add("Production publishes the GUI on port 18080.", user_id="ops")
     new = local_mem.add("Production publishes the GUI on port 18081.", user_id="ops")
-    assert (new.status, new.reason, new.ids) == ("superseded", "update", [new.id, old.id])
+    # issue 31, item 7: the reason names the rule (the attribute that changed)
+    assert (new.status, new.reason, new.ids) == ("superseded", "update:port", [new.id, old.id])
     record = local_mem.get(new.id)
     [past] = record.metadata["history"]
     assert (past["content"], past["id"]) == (old.memory.content, old.id)
     [edge] = local_mem.edges(new.id)
     assert (edge.source, edge.target, edge.kind) == (new.id, old.id, "supersedes")
-    assert edge.metadata["reason"] == "update"
+    assert (edge.metadata["reason"], edge.metadata["rule"]) == ("update", "update:port")
     hits = local_mem.search("which port does the GUI use?", user_id="ops", include_trace=True)
     assert [h.id for h in hits] == [new.id]
     assert hits[0].trace["supersedes"] == 1.0  # the trace says it replaced one memory
@@ -296,7 +299,10 @@ def test_long_texts_and_other_scripts_get_a_decision() -> None:
     long_a = "The service keeps its logs on disk. " * 4000
     assert relate(long_a, long_a + " Really.", 0.99, t) is Relation.DUPLICATE
     assert relate("東京に住んでいます", "東京に住んでいます。", 0.99, t) is Relation.DUPLICATE
-    assert relate("Ich wohne in Berlin", "Ich wohne in München", 0.8, t) is Relation.UPDATE
+    # issue 31, item 2: no table names this verb as holding one value, so another
+    # name beside it is another fact (added), never a guessed update
+    assert relate("Ich wohne in Berlin", "Ich wohne in München", 0.8, t) is Relation.DISTINCT
+    assert relate("Ich wohne in Berlin", "Ich wohne in Berlin.", 0.99, t) is Relation.DUPLICATE
     assert isinstance(relate("Я живу в Москве", "Я не живу в Москве", 0.9, t), Relation)
     for text in ("", "   ", "\u200b", "🙂🙂", "123", "a" * 10_000):
         tokens(text)  # tokenises without error
@@ -329,7 +335,7 @@ def test_the_chat_resolver_decides_and_falls_back_to_the_rules(
         server.answer = json.dumps({"event": "UPDATE", "id": "0"})
         moved = mem.add("Alice works at Initech now as the head of sales", user_id="a")
         assert (moved.status, moved.reason, moved.ids) == (
-            "superseded", "update", [moved.id, first.id],
+            "superseded", "update:chat", [moved.id, first.id],
         )  # fmt: skip
         assert mem.edges(moved.id)[0].metadata["by"] == "chat"
         asked = server.requests[-1]["body"]["messages"][-1]["content"]
@@ -339,7 +345,7 @@ def test_the_chat_resolver_decides_and_falls_back_to_the_rules(
         assert (again.status, again.id) == ("refused", moved.id)  # the rules: the same words
         server.status = 500  # the model fails: the rules decide
         negated = mem.add("Alice does not work at Initech now as the head of sales", user_id="a")
-        assert (negated.status, negated.reason) == ("superseded", "contradiction")
+        assert (negated.status, negated.reason) == ("superseded", "negation:not")
         mem.close()
     finally:
         server.shutdown()
@@ -351,7 +357,7 @@ def test_write_results_name_the_superseded_memory(mem: Memory) -> None:
     old = mem.add("The release is scheduled for 2024-03-01", user_id="r")
     result: WriteResult = mem.add("The release is scheduled for 2024-03-15", user_id="r")
     assert result.to_dict()["ids"] == [result.id, old.id]
-    assert result.to_dict()["reason"] == "update"
+    assert result.to_dict()["reason"] == "update:date"
 
 
 def test_consolidation_folds_no_update_no_negation_and_no_turn(make_mem: Any) -> None:

@@ -1,27 +1,25 @@
 """Polarity of a statement: +1, or -1 when it is negated. Rules by default; any
-object with ``polarity(text) -> int`` (an NLI model, an LLM) can replace them."""
+object with ``polarity(text) -> int`` (an NLI model, an LLM) can replace them.
+
+The cues are declared once, in :mod:`memchentic.write.relations`: plain negation
+("not", "never", "n't") and the verbs of a stop ("quit", "gave up", "moved away
+from", "cancelled", "switched off", "no longer", ...; issue 31, item 4).
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Protocol
 
-NEGATION_CUES = (
-    r"not", r"never", r"no longer", r"no more", r"don'?t", r"doesn'?t", r"didn'?t",
-    r"isn'?t", r"aren'?t", r"wasn'?t", r"weren'?t", r"won'?t", r"wouldn'?t", r"can'?t",
-    r"cannot", r"couldn'?t", r"shouldn'?t", r"hasn'?t", r"haven'?t", r"hadn'?t",
-    r"stopped", r"quit", r"gave up", r"no", r"none", r"nobody", r"nothing", r"neither",
-    r"nor", r"without",
-)  # fmt: skip
-_CUES = re.compile(r"(?<![\w'])(?:" + "|".join(NEGATION_CUES) + r")(?![\w'])|n't\b", re.IGNORECASE)
-#: Words of ASCII text that can begin a cue (every spelling of the one-word cues,
-#: and the first word of the others): text holding none of them, and no "n't",
+from .relations import NEGATION_CUES, left_is_a_stop
+
+#: The cues as one pattern, any spacing between their words ("left" is read in
+#: context: :func:`~memchentic.write.relations.left_is_a_stop`).
+_PATTERNS = (r"\s+".join(map(re.escape, c.split())) for c in NEGATION_CUES if c != "left")
+_CUES = re.compile(r"(?<![\w'])(?:" + "|".join(_PATTERNS) + r")(?![\w'])|n't\b", re.IGNORECASE)
+#: Words of ASCII text that can begin a cue: text holding none of them, and no "n't",
 #: has no cue, so the pattern (about 30 us for a 200-character text) need not run.
-_CUE_STARTS = frozenset(
-    word
-    for cue in NEGATION_CUES
-    for word in {cue.split()[0].replace("'?", "'"), cue.split()[0].replace("'?", "")}
-)
+_CUE_STARTS = frozenset(cue.split()[0] for cue in NEGATION_CUES)
 _WORDS = re.compile(r"[\w']+")
 
 
@@ -32,7 +30,23 @@ def negation_cues(text: str) -> int:
         lowered = normalised.lower()
         if "n't" not in lowered and _CUE_STARTS.isdisjoint(_WORDS.findall(lowered)):
             return 0
-    return len(_CUES.findall(normalised))
+    found = _CUES.findall(normalised)
+    return len(found) + (1 if left_is_a_stop(normalised) is not None else 0)
+
+
+def cue_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where the negation cues of ``text`` are: (start, end, the cue lower-cased and
+    single-spaced), in order of position."""
+    normalised = text.replace("\u2019", "'")
+    found = [(m.start(), m.end(), " ".join(m.group(0).lower().split()))
+             for m in _CUES.finditer(normalised)]  # fmt: skip
+    left = left_is_a_stop(normalised)
+    if left is not None:
+        found.append((left.start(), left.start() + 4, "left"))
+    return sorted(found)
+
+
+__all__ = ["NEGATION_CUES", "PolarityClassifier", "RulePolarity", "cue_spans", "negation_cues"]
 
 
 class PolarityClassifier(Protocol):
@@ -41,7 +55,7 @@ class PolarityClassifier(Protocol):
 
 class RulePolarity:
     """-1 when the text holds an odd number of negation cues ("not", "never",
-    "no longer", "doesn't", "stopped", "quit", ...), else +1."""
+    "no longer", "doesn't", "stopped", "quit", "cancelled", ...), else +1."""
 
     def polarity(self, text: str) -> int:
         return -1 if negation_cues(text) % 2 else 1

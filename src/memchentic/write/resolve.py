@@ -32,7 +32,7 @@ from ..store.vectors import unit_rows
 from .auto_edges import EdgeClassifier
 from .resolvers import Decision, Resolver, RuleResolver
 from .slot_history import bounded_history, metadata_changes
-from .statements import Relation, Thresholds, relate
+from .statements import Relation, Thresholds
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -253,18 +253,11 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
 def _distinct_from_all(
     ctx: WriteContext, record: MemoryRecord, others: Sequence[tuple[str, float]]
 ) -> bool:
-    """Whether the rules call ``record`` another statement than each of ``others``
-    (text, cosine), at the cosine plus the bulk margin; any other resolver: only
-    when there are none."""
-    if not others:
-        return True
-    if not isinstance(ctx.resolver, RuleResolver):
-        return False
-    t = ctx.thresholds
-    return all(
-        relate(record.content, text, min(1.0, cos + _BULK_MARGIN), t) is Relation.DISTINCT
-        for text, cos in others
-    )
+    """Whether ``record`` can be inserted without a decision: nothing it could be
+    compared with is close. A write with a close neighbour takes the one-by-one
+    path even when the rules would add it, because the result then names the rule
+    that added it (issue 31, item 7), which only that path works out."""
+    return not others
 
 
 #: Rows of the batch per product in the in-batch check (lower triangle, by blocks).
@@ -350,10 +343,15 @@ def _resolve(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> Wri
     return insert(ctx, record, vector)
 
 
-def insert(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) -> WriteResult:
+def insert(
+    ctx: WriteContext, record: MemoryRecord, vector: np.ndarray, rule: str | None = None
+) -> WriteResult:
+    """Store ``record``; ``rule`` is the rule that decided to add it beside a close
+    neighbour (kept in the result's reason and in the first version)."""
     ctx.store.insert(record, vector)
-    record_version(ctx, record.namespace, record.id, "add", {}, snapshot(record))
-    return WriteResult("added", record.id, [record.id], memory=record)
+    changes: dict[str, list[object]] = {"rule": [None, rule]} if rule else {}
+    record_version(ctx, record.namespace, record.id, "add", changes, snapshot(record))
+    return WriteResult("added", record.id, [record.id], reason=rule, memory=record)
 
 
 def _neighbours(
@@ -413,20 +411,23 @@ def _resolve_entry(
     decision = ctx.resolver.decide(record, neighbours, ctx.thresholds)
     old, cosine = decision.target, decision.cosine
     if old is None or decision.relation is Relation.DISTINCT:
-        return None
+        return insert(ctx, record, vector, decision.rule) if decision.rule else None
     if decision.relation is not Relation.DUPLICATE:
         return _supersede(ctx, old, record, vector, decision)
+    rule = decision.rule or "duplicate:paraphrase"
     if ctx.on_duplicate == "reinforce":
         bumped = replace(
             old,
             reinforcement=old.reinforcement + 1,
             expires_at=_later(old.expires_at, record.expires_at),
         )
-        update_with_version(ctx, old, bumped, "reinforce")
-        return WriteResult("reinforced", old.id, [old.id], similarity=cosine, memory=bumped)
-    return WriteResult(
-        "refused", old.id, [old.id], reason="near_duplicate", similarity=cosine, memory=old
-    )
+        ctx.store.update(bumped, None)
+        record_version(ctx, old.namespace, old.id, "reinforce",
+                       {**diff(old, bumped), "rule": [None, rule]})  # fmt: skip
+        return WriteResult(
+            "reinforced", old.id, [old.id], reason=rule, similarity=cosine, memory=bumped
+        )
+    return WriteResult("refused", old.id, [old.id], reason=rule, similarity=cosine, memory=old)
 
 
 #: Metadata keys that name who said something: entries of different speakers or
@@ -467,11 +468,14 @@ def _supersede(
     }
     past = {"history": old.metadata.get("history", [])}
     new.metadata = bounded_history(past, new.metadata, replaced, ctx.settings)
-    insert(ctx, new, vector)
+    rule = decision.rule or decision.relation.value
+    insert(ctx, new, vector, rule)
     ctx.store.add_edge(Edge(new_id(), new.id, old.id, "supersedes", 1.0, ctx.now,
-                            {"reason": decision.relation.value, "by": decision.by}))  # fmt: skip
-    record_version(ctx, old.namespace, old.id, "superseded", {"superseded_by": [None, new.id]})
-    return WriteResult("superseded", new.id, [new.id, old.id], reason=decision.relation.value,
+                            {"reason": decision.relation.value, "rule": rule,
+                             "by": decision.by}))  # fmt: skip
+    record_version(ctx, old.namespace, old.id, "superseded",
+                   {"superseded_by": [None, new.id], "rule": [None, rule]})  # fmt: skip
+    return WriteResult("superseded", new.id, [new.id, old.id], reason=rule,
                        similarity=decision.cosine, memory=new)  # fmt: skip
 
 

@@ -26,7 +26,7 @@ from ..errors import ValidationError
 from ..llm import ChatClient, ChatError
 from ..record import MemoryRecord
 from ..settings import Settings
-from .statements import Relation, Thresholds, relate
+from .statements import Relation, Thresholds, judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,9 @@ class Decision:
     cosine: float | None = None
     #: Who decided: "rules" or "chat".
     by: str = "rules"
+    #: The rule that decided (``update:port``, ``additive:also``, ...; docs/writes.md):
+    #: for an added record, what it is to its nearest neighbour (None: none was close).
+    rule: str | None = None
 
 
 ADD = Decision(Relation.DISTINCT)
@@ -63,11 +66,14 @@ class RuleResolver:
         neighbours: Sequence[tuple[MemoryRecord, float]],
         thresholds: Thresholds,
     ) -> Decision:
+        nearest: str | None = None
         for old, cosine in neighbours:
-            relation = relate(record.content, old.content, cosine, thresholds)
-            if relation is not Relation.DISTINCT:
-                return Decision(relation, old, cosine)
-        return ADD
+            found = judge(record.content, old.content, cosine, thresholds)
+            if found.relation is not Relation.DISTINCT:
+                return Decision(found.relation, old, cosine, rule=found.rule)
+            if nearest is None and cosine >= thresholds.floor:
+                nearest = found.rule
+        return Decision(Relation.DISTINCT, rule=nearest)
 
 
 SYSTEM_PROMPT = """You keep a memory store consistent. You get a NEW statement and the
@@ -85,6 +91,12 @@ _EVENTS = {
     "UPDATE": Relation.UPDATE,
     "DELETE": Relation.CONTRADICTION,
     "NONE": Relation.DUPLICATE,
+}
+#: The rule each of the model's decisions is recorded as (the rules' prefixes).
+_CHAT_RULES = {
+    Relation.UPDATE: "update:chat",
+    Relation.CONTRADICTION: "negation:chat",
+    Relation.DUPLICATE: "duplicate:chat",
 }
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
 
@@ -134,13 +146,13 @@ class ChatResolver:
             return None
         event = str(parsed.get("event", "")).strip().upper()
         if event == "ADD":
-            return Decision(Relation.DISTINCT, by="chat")
+            return Decision(Relation.DISTINCT, by="chat", rule="additive:chat")
         relation = _EVENTS.get(event)
         index = str(parsed.get("id", ""))
         if relation is None or not index.isdigit() or int(index) >= len(shown):
             return None
         old, cosine = shown[int(index)]
-        return Decision(relation, old, cosine, by="chat")
+        return Decision(relation, old, cosine, by="chat", rule=_CHAT_RULES[relation])
 
     def close(self) -> None:
         self.client.close()

@@ -36,14 +36,34 @@ resolver (:mod:`memchentic.write.resolve`) applies the decision.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from enum import StrEnum
 from functools import lru_cache
 
-from .polarity import negation_cues
+from .polarity import cue_spans, negation_cues
+from .relations import (
+    ADDITIVE_MARKERS,
+    CHANGE_VERBS,
+    MANY_VALUED,
+    SINGLE_VALUED,
+    SINGLE_VALUED_PREPOSITIONS,
+    UPDATE_MARKERS,
+    strip_fillers,
+)
+from .words import (
+    MONTHS,
+    NUMBER_WORDS,
+    TIME_WORDS,
+    WEEKDAYS,
+    Token,
+    embedding_text,
+    memory_embedding_text,
+    normalise,
+    stem,
+    tokens,
+)
 
 
 class Relation(StrEnum):
@@ -67,219 +87,34 @@ class Thresholds:
     floor: float
 
 
-# --- normalisation and tokens ----------------------------------------------------------
-#: Characters dropped before comparing: zero-width and other format characters (Cf).
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
-_CONTRACTIONS = tuple(
-    (re.compile(pattern, re.IGNORECASE), repl)
-    for pattern, repl in (
-        (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
-        (r"\b(\w+)n't\b", r"\1 not"), (r"\bcannot\b", "can not"),
-    )
-)  # fmt: skip
-#: A token: a word, a number, or an identifier (a version, a time, an email, a host,
-#: a path, a URL, money); inner punctuation is kept, trailing punctuation is not.
-_TOKEN = re.compile(r"[$€£¥]?\w(?:[\w'.\-/:@%+,#~&=?]*[\w%/$€£])?")
+__all__ = [
+    "MANY_VALUED", "SINGLE_VALUED", "Judgement", "Relation", "Thresholds", "Token",
+    "embedding_text", "judge", "memory_embedding_text", "normalise", "relate", "stem", "tokens",
+]  # fmt: skip
 
 
-#: "7am" is "7 am": a time written with or without the space is the same time.
-_TIME_SUFFIX = re.compile(r"(\d)(am|pm|a\.m\.|p\.m\.)(?!\w)", re.IGNORECASE)
-
-
-def normalise(text: str) -> str:
-    """The form two texts are compared in: NFKC, format characters removed,
-    apostrophes unified, whitespace collapsed (case kept: proper names are values)."""
-    kept = embedding_text(text).translate(_APOSTROPHES)
-    return " ".join(_TIME_SUFFIX.sub(r"\1 \2", kept).split())
-
-
-def embedding_text(text: str) -> str:
-    """The text embedded for a write or a query: NFKC with format characters
-    (zero-width and the like) removed, so that forms of one text that differ only
-    in them embed alike; spacing and punctuation are left to the model."""
-    folded = unicodedata.normalize("NFKC", text)
-    if folded.isascii():
-        return folded
-    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
-
-
-def memory_embedding_text(title: str | None, content: str) -> str:
-    """What a memory's vector embeds, on every path that embeds one (writes,
-    imports, reindex): its title and content, as :func:`embedding_text`."""
-    return embedding_text(f"{title}\n{content}" if title else content)
-
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    text: str  # as written (normalised), for proper-name detection
-    key: str  # lower-cased stem, what tokens are matched by
-    value: bool  # carries a value (module docstring)
-    function: bool  # a function word: differences in these never matter
-    position: int
-    negation: bool = False  # a negation cue ("not", "never", "no", ...)
-
-
-@lru_cache(maxsize=4096)
-def tokens(text: str) -> tuple[Token, ...]:
-    """The tokens of a statement, with what each one carries."""
-    expanded = normalise(text)
-    if "'" in expanded or "cannot" in expanded.lower():  # "doesn't" -> "does not"
-        for pattern, repl in _CONTRACTIONS:
-            expanded = pattern.sub(repl, expanded)
-    raw: list[tuple[str, bool]] = []  # (token, starts a sentence)
-    end = 0
-    for match in _TOKEN.finditer(expanded):
-        word = match.group(0)
-        gap = expanded[end : match.start()]  # what stands between it and the last token
-        start = not raw or (not gap.isspace() and any(ch in ".!?:;" for ch in gap))
-        end = match.end()
-        if word.lower().endswith("'s") and len(word) > 2:  # possessive: "Ana's" -> Ana 's
-            raw.append((word[:-2], start))
-            raw.append(("'s", False))
-            continue
-        raw.append((word.strip("'"), start))
-    out: list[Token] = []
-    previous = ""
-    shouting = not any(ch.islower() for ch in expanded)  # ALL CAPS: case tells nothing
-    for i, (word, sentence_start) in enumerate(raw):
-        if not word:
-            continue
-        lower = word.lower()
-        negation = lower in _NEGATION_WORDS
-        value = negation or _is_value(word, lower, previous, sentence_start or shouting)
-        function = not value and lower in FUNCTION_WORDS
-        key = _NUMBERS.get(lower) or stem(lower)
-        out.append(Token(word, key, value, function, i, negation))
-        previous = lower
-    return tuple(out)
-
-
-# --- what a token carries --------------------------------------------------------------
+# --- predicates ------------------------------------------------------------------------
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-FUNCTION_WORDS = _words("""a an the this that these those it its is are was were be been being am
-    'm 're 've 'd 'll 's do does did has have had having will would shall
-    of to in on at for by from into onto as with and or so then than
-    i me my mine you your yours he him his she her hers we us our ours they them
-    their theirs who whom which what there here
-    now also just really very quite please all every each any some per
-    one's oneself up""")
-_WEEKDAYS = _words(
-    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu "
-    "thur thurs fri sat sun weekday weekdays weekend weekends mondays tuesdays "
-    "wednesdays thursdays fridays saturdays sundays"
-)
-_MONTHS = _words(
-    "january february march april may june july august september october november "
-    "december jan feb mar apr jun jul aug sep sept oct nov dec"
-)
-_TIME_WORDS = _words(
-    "am pm a.m p.m noon midnight morning mornings afternoon afternoons evening "
-    "evenings night nights tonight today tomorrow yesterday daily weekly monthly "
-    "yearly annually hourly spring summer autumn fall winter"
-)
-_NUMBER_WORDS = _words(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty "
-    "sixty seventy eighty ninety hundred thousand million billion dozen half twice "
-    "thrice first second third fourth fifth sixth seventh eighth ninth tenth once "
-    "single double triple none"
-)
-#: Number words read as their digits ("two children" = "2 children").
-_NUMBER_WORDS_IN_ORDER = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-    "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-)
-_NUMBERS = {
-    w: str(n)
-    for n, w in enumerate(
-        _NUMBER_WORDS_IN_ORDER.split(" ")  # the ruff rule SIM905 wants no literal.split()
-    )
-}
-#: Words that negate what they stand in ("no longer", "no more" begin with "no").
-_NEGATION_WORDS = _words("not never no none nobody nothing neither nor without cannot stopped quit")
-#: Words that are values only when capitalised (a month, a weekday, a season).
-_CAPITALISED_ONLY = _words("may march sun sat fall")
-#: Words that begin sentences without being names ("Use ...", "Never ...").
-_NOT_NAMES_AT_START = FUNCTION_WORDS | _words(
-    "use always never do don't not no keep send reply prefer prefers default run "
-    "format address call write make let meeting lunch dinner our"
-)
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in words)
 
 
-def _is_value(word: str, lower: str, previous: str, sentence_start: bool) -> bool:
-    if not word.isalpha():
-        if any(ch.isdigit() for ch in word):  # numbers, versions, times, dates, ports, ids
-            return True
-        if any(ch in word for ch in "@/$€£¥%"):  # emails, paths, URLs, money
-            return True
-        if "." in word.strip("."):  # hosts and file names: db1.internal, dev.yaml
-            return True
-    if lower == "am":  # "10 am", not "I am"
-        return previous[-1:].isdigit()
-    if lower in _CAPITALISED_ONLY:  # "May", "March"; not "may", "march"
-        return word[0].isupper()
-    if lower in _WEEKDAYS or lower in _MONTHS or lower in _TIME_WORDS or lower in _NUMBER_WORDS:
-        return True
-    if word[0].isupper():  # a proper name, an acronym; a sentence's first word only
-        # when it does not look like a common word
-        return not sentence_start or (
-            lower not in _NOT_NAMES_AT_START and not lower.endswith(("ing", "ed", "s"))
-        )
-    return False
-
-
-_SUFFIXES = ("ingly", "ings", "ing", "edly", "ied", "ies", "ed", "es", "s", "ly")
-
-
-@lru_cache(maxsize=16384)
-def stem(word: str) -> str:
-    """A light English stem: "merging" and "merge", "holidays" and "holiday", "reading"
-    and "read" match (enough to match inflections; not a linguistic stemmer)."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            base = word[: -len(suffix)]
-            if suffix in ("ied", "ies"):
-                base += "y"
-            elif suffix in ("ing", "ed", "ings") and len(base) > 3 and base[-1] == base[-2]:
-                base = base[:-1]  # "running" -> "run"
-            word = base
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
-
-
-# --- predicates ------------------------------------------------------------------------
-#: Predicates that hold one value at a time: a new object after them replaces the old
-#: one even when the object is a common noun ("Prefers tea" -> "Prefers coffee").
-SINGLE_VALUED = frozenset(
-    stem(w)
-    for w in _words("""prefer prefers preferred preference favourite favorite default defaults use
-    uses using reply replies respond answer format address call named name language
-    editor switch switched set lives live living located based""")
-)
-#: Predicates that hold many values at once: another name after them is another
-#: fact, not a new value ("Speaks German" / "Speaks French").
-MANY_VALUED = frozenset(
-    stem(w)
-    for w in _words("""like likes love loves enjoy enjoys hate hates dislike dislikes speak speaks
-    know knows visit visits play plays own owns read reads watch watches listen listens
-    follow follows meet meets friend friends collect collects support supports""")
-)
+#: Words that make a relation hold one value at a time (:mod:`.relations`).
+SINGLE_VALUED = _stems(SINGLE_VALUED)
+#: Verbs of relations that hold many values at once (:mod:`.relations`).
+MANY_VALUED = _stems(MANY_VALUED)
+_SINGLE_PREPOSITIONS = {stem(v): p for v, p in SINGLE_VALUED_PREPOSITIONS.items()}
 #: Verbs of a past event: two events with other values are both true.
 _PAST_IRREGULAR = _words("""went saw met bought ate took made got gave found told wrote ran flew
     drove read sold sent spent won lost began heard left paid built caught taught brought thought
-    felt kept held sang swam rode""")
+    felt kept held sang swam rode had did""")
 #: Past verbs that name a change of state: the new value replaces the old one.
-_CHANGE_VERBS = frozenset(
-    stem(w)
-    for w in _words("""moved relocated switched changed migrated upgraded downgraded updated
-    rescheduled renamed postponed shifted transferred promoted married joined""")
-)
+_CHANGE_VERBS = _stems(CHANGE_VERBS)
 _BE = _words("is are was were be been being get gets got become became")
+_COPULA = _words("is are was were")
 
 
 def _is_event(frame: Sequence[Token], whole: Sequence[Token]) -> bool:
@@ -299,9 +134,22 @@ def _is_event(frame: Sequence[Token], whole: Sequence[Token]) -> bool:
 
 # --- the decision ----------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
-class _Summary:
-    """What :func:`relate` reads of one text, worked out once per text."""
+class Judgement:
+    """What a new statement is to a stored one, and the rule that said so: a stable,
+    machine-readable name (``update:port``, ``negation:quit``, ``additive:also``,
+    ``event:dated``, ``distinct:content-word``, ``duplicate:reordered``, ...;
+    docs/writes.md lists them)."""
 
+    relation: Relation
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    """What :func:`judge` reads of one text, worked out once per text."""
+
+    text: str  # normalised, discourse fillers left out
+    filler: bool  # a filler was left out
     tokens: tuple[Token, ...]
     keys: tuple[str, ...]
     values: frozenset[str]  # keys of values, negation aside
@@ -311,61 +159,193 @@ class _Summary:
 
 @lru_cache(maxsize=4096)
 def _summary(text: str) -> _Summary:
-    toks = tokens(text)
+    plain = normalise(text)
+    core = strip_fillers(plain)
+    toks = tokens(core)
     return _Summary(
+        core,
+        core != plain,
         toks,
         tuple(t.key for t in toks),
         frozenset(t.key for t in toks if t.value and not t.negation),
         frozenset(t.key for t in toks if not t.value and not t.function),
-        negation_cues(normalise(text)) % 2 == 1,
+        negation_cues(core) % 2 == 1,
     )
 
 
 def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
     """What ``new`` is to ``old`` (stored), given their cosine (module docstring)."""
+    return judge(new, old, cosine, thresholds).relation
+
+
+def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgement:
+    """What ``new`` is to ``old`` (stored), given their cosine, and the rule that
+    decided (module docstring; docs/writes.md)."""
     if cosine < thresholds.floor:  # not compared at all (the bulk check relies on it)
-        return Relation.DISTINCT
+        return Judgement(Relation.DISTINCT, "distinct:far")
     if max(len(new), len(old)) > MAX_STATEMENT_CHARS:
         return _passages(new, old, cosine, thresholds)
     sa, sb = _summary(new), _summary(old)
     if sa.keys == sb.keys:
-        return Relation.DUPLICATE
-    a, b = sa.tokens, sb.tokens
+        if sa.filler or sb.filler:
+            return Judgement(Relation.DUPLICATE, "duplicate:filler")
+        return Judgement(Relation.DUPLICATE, "duplicate:exact")
+    keyed = _key_value(sa, sb)
+    if keyed is not None:
+        return keyed
+    if _reordered(sa, sb):
+        return Judgement(Relation.DUPLICATE, "duplicate:reordered")
+    if sa.negated != sb.negated:  # a negation or a stop of the same statement, or another one
+        return _negation(sa, sb, cosine, thresholds)
+    marker = _marker(sa.text, sb.text, ADDITIVE_MARKERS)
+    if marker:
+        return Judgement(Relation.DISTINCT, f"additive:{marker.replace(' ', '-')}")
     # a word is a value in both texts when it is one in either ("Paris" / "paris")
     value_keys = sa.values | sb.values
     values_a = [k for k in sa.keys if k in value_keys]
     values_b = [k for k in sb.keys if k in value_keys]
     content_a, content_b = sa.content - value_keys, sb.content - value_keys
-    if sa.negated != sb.negated:  # a negation of the same statement, or another one
-        if values_a != values_b:
-            return Relation.DISTINCT
-        same_words = content_a == content_b or _only_negation_verbs(content_a ^ content_b)
-        if same_words or cosine >= thresholds.contradiction:
-            return Relation.CONTRADICTION
-        return Relation.DISTINCT
-    added, removed = content_a - content_b, content_b - content_a
+    added, removed = _unmatched(content_a - content_b, content_b - content_a)
     if values_a != values_b:  # an update keeps every content word of the stored one
-        return _update_or_distinct(a, b) if not removed else Relation.DISTINCT
-    if not added and not removed:  # function words and order only
-        return Relation.DUPLICATE
-    if len(added) <= 2 and len(removed) <= 2 and _replaces_object(a, b):
-        if cosine >= thresholds.near_duplicate and not _subject_differs(a, b):
-            return Relation.DUPLICATE
-        return Relation.UPDATE
-    if added and not removed:  # says more than the stored one: new unless nearly the same
-        extension = (1.0 + thresholds.near_duplicate) / 2
-        return Relation.DUPLICATE if cosine >= extension else Relation.DISTINCT
-    if cosine >= thresholds.near_duplicate and not _subject_differs(a, b):
-        return Relation.DUPLICATE
-    return Relation.DISTINCT
+        if removed - _UNITS:
+            return Judgement(Relation.DISTINCT, "distinct:content-word")
+        return _update_or_distinct(sa, sb)
+    if not added and not removed:  # function words, inflections, synonyms, order only
+        if content_a == content_b:
+            return Judgement(Relation.DUPLICATE, "duplicate:paraphrase")
+        if cosine >= thresholds.near_duplicate:  # derived forms: "allergic" / "allergy"
+            return Judgement(Relation.DUPLICATE, "duplicate:paraphrase")
+        return Judgement(Relation.DISTINCT, "distinct:content-word")
+    if len(added) <= 2 and len(removed) <= 2:
+        single = _replaces_object(sa, sb)
+        if single:
+            return Judgement(Relation.UPDATE, single)
+    if added and not removed:
+        return Judgement(Relation.DISTINCT, "distinct:more-detail")
+    return Judgement(Relation.DISTINCT, "distinct:content-word")
 
 
-#: Verbs that only carry a negation ("quit smoking" is "not smoking").
-_NEGATION_VERBS = frozenset(stem(w) for w in _words("quit stopped stop gave give up longer more"))
+def _unmatched(added: frozenset[str], removed: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The added and removed content words left once words of one root are paired
+    ("allergic" / "allergy", "fluently" / "fluent" are forms of one word)."""
+    left_added, left_removed = set(added), set(removed)
+    for x in sorted(added):
+        for y in sorted(left_removed):
+            if _same_root(x, y):
+                left_added.discard(x)
+                left_removed.discard(y)
+                break
+    return left_added, left_removed
 
 
-def _only_negation_verbs(keys: frozenset[str]) -> bool:
-    return keys <= _NEGATION_VERBS
+def _same_root(x: str, y: str) -> bool:
+    n = 0
+    for cx, cy in zip(x, y, strict=False):
+        if cx != cy:
+            break
+        n += 1
+    return n >= 5 and n >= min(len(x), len(y)) - 2
+
+
+def _marker(new: str, old: str, markers: Sequence[str]) -> str | None:
+    """The first of ``markers`` that ``new`` holds and ``old`` does not."""
+    lower_new, lower_old = f" {new.lower()} ", f" {old.lower()} "
+    for marker in markers:
+        pattern = re.compile(rf"(?<![\w']){re.escape(marker)}(?![\w'])")
+        if pattern.search(lower_new) and not pattern.search(lower_old):
+            return marker
+    return None
+
+
+# --- duplicates in another order, "key: value" statements -------------------------------
+def _reordered(sa: _Summary, sb: _Summary) -> bool:
+    """The same words with a clause moved from the front to the back ("On Sundays, Ravi
+    cooks." / "Ravi cooks on Sundays."): one key sequence is a rotation of the
+    other, and one of the texts marks the fronted clause with a comma."""
+    ka, kb = sa.keys, sb.keys
+    if len(ka) != len(kb) or len(ka) < 3 or ("," not in sa.text and "," not in sb.text):
+        return False
+    doubled = ka + ka
+    return any(doubled[i : i + len(kb)] == kb for i in range(1, len(ka)))
+
+
+_KEY_VALUE = re.compile(r"^\s*([^:]{1,60}?)\s*:\s+(\S.*)$")
+#: Keys of notes that are lists, not attributes ("Todo: ...", "Idea: ...").
+_LIST_KEYS = _words("todo task tasks idea ideas note notes reminder question tip example "
+                    "update memo item step fact news")  # fmt: skip
+
+
+def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
+    """ "Key: value" statements of one key ("Upload limit: 25 MB." / "... 50 MB."):
+    an update when the values differ; another key is another attribute."""
+    ma, mb = _KEY_VALUE.match(sa.text), _KEY_VALUE.match(sb.text)
+    if ma is None or mb is None:
+        return None
+    key_a, key_b = tokens(ma.group(1)), tokens(mb.group(1))
+    if len(key_a) > 5 or any(t.text.lower() in _LIST_KEYS for t in key_a):
+        return None
+    if [t.key for t in key_a] != [t.key for t in key_b]:
+        return Judgement(Relation.DISTINCT, "distinct:attribute")
+    if [t.key for t in tokens(ma.group(2))] == [t.key for t in tokens(mb.group(2))]:
+        return Judgement(Relation.DUPLICATE, "duplicate:exact")
+    return Judgement(Relation.UPDATE, f"update:{_slug(key_a[-1].text)}")
+
+
+def _slug(word: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", word.lower()).strip("-") or "value"
+
+
+# --- negations and stops ---------------------------------------------------------------
+def _rest(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(what ``text`` says besides its negation cues and update markers, the same after
+    its first cue only, the values of it): keys of content words and values."""
+    spans = cue_spans(text)
+    blanked = list(text)
+    for start, end, _ in spans:
+        blanked[start:end] = " " * (end - start)
+    plain = "".join(blanked)
+    after = plain[spans[0][1] :] if spans else ""
+    markers = frozenset(stem(m) for m in UPDATE_MARKERS if " " not in m) | {"more", "longer"}
+
+    def keys(part: str) -> frozenset[str]:
+        return frozenset(t.key for t in tokens(part) if not t.function and t.key not in markers)
+
+    values = frozenset(t.key for t in tokens(plain) if t.value and not t.negation)
+    return keys(plain), keys(after), values
+
+
+def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement:
+    """Opposite polarity: the new statement negates or stops the stored one when it
+    says nothing else (what follows its cue is what the stored one says; at most one
+    other word, and then only close in meaning), or the stored one was the negation
+    and the new one says the same without it."""
+    negated, positive = (sa, sb) if sa.negated else (sb, sa)
+    spans = cue_spans(negated.text)
+    cue = spans[0][2] if spans else "not"
+    rule = f"negation:{_slug(cue)}"
+    n_all, n_after, n_values = _rest(negated.text)
+    p_all, _, p_values = _rest(positive.text)
+    if not n_values <= p_values or not n_all & p_all:
+        return Judgement(Relation.DISTINCT, "distinct:negation-of-other")
+    extra = n_all - p_all
+    if sa.negated:  # a stop or a negation of what was stored
+        said = n_after or n_all
+        if not extra and (n_after or len(n_all) >= 2 or cosine >= t.contradiction):
+            return Judgement(Relation.CONTRADICTION, rule)
+        if len(extra) == 1 and said & p_all and cosine >= _STOP_WITH_ONE_MORE_WORD:
+            return Judgement(Relation.CONTRADICTION, rule)
+        return Judgement(Relation.DISTINCT, "distinct:negation-of-other")
+    # the stored statement was the negation: the new one restores what it negated
+    if n_values == p_values and (
+        n_all == p_all or (cosine >= t.contradiction and len(extra | (p_all - n_all)) <= 1)
+    ):
+        return Judgement(Relation.CONTRADICTION, rule)
+    return Judgement(Relation.DISTINCT, "distinct:negation-of-other")
+
+
+#: A stop that names one word the stored statement did not ("We closed our account
+#: with Barclays" after "We bank with Barclays") supersedes from this cosine.
+_STOP_WITH_ONE_MORE_WORD = 0.7
 
 
 #: Longer texts are passages, not statements: a duplicate when their words are the
@@ -374,13 +354,13 @@ MAX_STATEMENT_CHARS = 2000
 _WORDS = re.compile(r"\w+")
 
 
-def _passages(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
+def _passages(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgement:
     (a, numbers_a), (b, numbers_b) = _passage_words(new), _passage_words(old)
     if a == b:
-        return Relation.DUPLICATE
+        return Judgement(Relation.DUPLICATE, "duplicate:exact")
     if numbers_a == numbers_b and cosine >= thresholds.near_duplicate:
-        return Relation.DUPLICATE
-    return Relation.DISTINCT
+        return Judgement(Relation.DUPLICATE, "duplicate:passage")
+    return Judgement(Relation.DISTINCT, "distinct:passage")
 
 
 @lru_cache(maxsize=256)
@@ -417,36 +397,145 @@ def _frame(a: Sequence[Token], b: Sequence[Token]) -> tuple[list[Token], list[To
     return frame, old_changed, new_changed
 
 
-def _update_or_distinct(a: Sequence[Token], b: Sequence[Token]) -> Relation:
-    """Values differ: an update when a subject and predicate are shared before the
-    first difference, the stored statement's content words are all kept, and it is
-    neither a past event nor a predicate of many values ("likes", "speaks")."""
+# --- updates ---------------------------------------------------------------------------
+#: Units that belong to the number before them ("30 minutes" / "1 hour").
+_UNITS = _stems(
+    _words("""second seconds minute minutes min mins hour hours day days week weeks
+    month months year years ms s m h kg g mg km m cm mm mb gb tb kb percent euro euros dollar
+    dollars pound pounds usd eur gbp k times people""")
+)
+
+
+def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
+    """Values differ: an update when the same attribute of the same subject gets a new
+    value and the relation holds one value at a time (docs/writes.md)."""
+    a, b = sa.tokens, sb.tokens
     frame, old_changed, new_changed = _frame(a, b)
+    if _value_first(a, old_changed, new_changed):
+        return Judgement(Relation.UPDATE, f"update:{_kind(old_changed)}")
     first_change = new_changed[0] if new_changed else None
-    if not frame or not _holds_predicate(a, first_change) or _is_event(frame, a):
-        return Relation.DISTINCT
-    if not all(t.value for t in old_changed if not t.negation):
-        return Relation.DISTINCT
-    names_only = all(t.text.isalpha() for t in (*old_changed, *new_changed))
-    if names_only and any(t.key in MANY_VALUED for t in frame):
-        return Relation.DISTINCT  # "likes Paris" and "likes Rome" are both true
-    return Relation.UPDATE
+    if not frame or not _holds_predicate(a, first_change):
+        return Judgement(Relation.DISTINCT, "distinct:subject")
+    if not all(t.value or t.key in _UNITS for t in old_changed if not t.negation):
+        return Judgement(Relation.DISTINCT, "distinct:attribute")
+    changed_to = _marker(sa.text, sb.text, UPDATE_MARKERS)
+    change_verb = any(t.key in _CHANGE_VERBS for t in (*frame, *new_changed))
+    before = [t for t in a if first_change is not None and t.position < first_change.position]
+    if _is_event(before, a) and not change_verb and not changed_to:
+        dated = any(_kind([t]) in ("date", "time") for t in (*old_changed, *new_changed))
+        return Judgement(Relation.DISTINCT, "event:dated" if dated else "event:past")
+    if changed_to:
+        return Judgement(Relation.UPDATE, f"update:{_slug(changed_to)}")
+    if change_verb:
+        return Judgement(Relation.UPDATE, "update:changed")
+    names_only = all(_kind([t]) == "name" for t in (*old_changed, *new_changed) if t.value)
+    attribute = _attribute(frame)
+    if not names_only:  # a number, a time, a date, a version, an identifier
+        return Judgement(Relation.UPDATE, f"update:{attribute or _kind(old_changed)}")
+    if _single_valued(frame, before):
+        return Judgement(Relation.UPDATE, f"update:{attribute or 'single-valued'}")
+    if any(t.key in MANY_VALUED for t in frame):
+        return Judgement(Relation.DISTINCT, "additive:many-valued")
+    if any(t.text.lower() in _COPULA for t in before):  # "The project lead is Maria"
+        return Judgement(Relation.UPDATE, f"update:{attribute or 'single-valued'}")
+    return Judgement(Relation.DISTINCT, "additive:many-valued")
+
+
+def _single_valued(frame: Sequence[Token], before: Sequence[Token]) -> bool:
+    """Whether the frame names a relation of one value: a word of :data:`SINGLE_VALUED`
+    ("favourite", "manager", "lives"), a verb with its one-value preposition ("works
+    at", "runs on"), or a sentence that is an instruction ("Use ...")."""
+    if any(t.key in SINGLE_VALUED for t in frame):
+        return True
+    for i, tok in enumerate(before[:-1]):
+        if before[i + 1].text.lower() in _SINGLE_PREPOSITIONS.get(tok.key, ()):
+            return True
+    return _imperative(before)
+
+
+def _imperative(toks: Sequence[Token]) -> bool:
+    """An instruction: the statement begins with a verb in its base form ("Use tabs")."""
+    if not toks:
+        return False
+    first = toks[0]
+    lower = first.text.lower()
+    verb = first.key in MANY_VALUED or first.key in SINGLE_VALUED or lower in _INSTRUCTIONS
+    return verb and first.position == 0 and not lower.endswith(("s", "ed", "ing"))
+
+
+_INSTRUCTIONS = _words("use reply answer respond write format address call keep send set run "
+                       "default prefer speak store put avoid")  # fmt: skip
+
+
+def _attribute(frame: Sequence[Token]) -> str | None:
+    """The attribute a frame names, if one of :data:`SINGLE_VALUED` ("port", "manager")."""
+    for tok in reversed(frame):
+        if not tok.value and tok.key in SINGLE_VALUED:
+            return _slug(tok.text)
+    return None
+
+
+def _kind(changed: Sequence[Token]) -> str:
+    """What kind of value changed: time, date, money, version, number, identifier, name."""
+    for tok in changed:
+        text, lower = tok.text, tok.text.lower()
+        if (
+            re.fullmatch(r"\d{1,2}[:.]\d{2}", text)
+            or lower in ("am", "pm")
+            or (lower in TIME_WORDS)
+        ):
+            return "time"
+        if lower in WEEKDAYS or lower in MONTHS or re.fullmatch(r"\d{4}-\d\d(-\d\d)?", text):
+            return "date"
+        if any(ch in text for ch in "$€£¥") or tok.key in _stems(_words("euro dollar pound")):
+            return "money"
+        if re.fullmatch(r"v?\d+(\.\d+){1,3}", lower):
+            return "version"
+        if any(ch.isdigit() for ch in text) or lower in NUMBER_WORDS:
+            return "number"
+        if any(ch in text for ch in "@/."):
+            return "identifier"
+    return "name"
+
+
+#: Words after a value that make it the subject of a statement of one value
+#: ("Node 20 is what the build uses", "Python 3.12 is the version on the runners").
+_DEFINITE = _words("what the our my their his her its your")
+
+
+def _value_first(a: Sequence[Token], old_changed: Sequence[Token],
+                 new_changed: Sequence[Token]) -> bool:  # fmt: skip
+    """The value comes first: only values before the change, the change values only,
+    and then "is what" / "is the" (a statement of what holds the one value)."""
+    if not old_changed or not new_changed or not all(t.value for t in (*old_changed, *new_changed)):
+        return False
+    last = max(t.position for t in new_changed)
+    if any(not t.value for t in a if t.position < min(t.position for t in new_changed)):
+        return False
+    after = [t for t in a if t.position > last]
+    return (
+        len(after) >= 2 and after[0].text.lower() in _COPULA
+        and after[1].text.lower() in _DEFINITE
+    )  # fmt: skip
 
 
 _DETERMINERS = _words("a an the this that these those my our your his her their its")
+_SUBJECT_PRONOUNS = _words("i you he she we they it")
 
 
 def _holds_predicate(a: Sequence[Token], first_change: Token | None) -> bool:
     """Whether the words of ``a`` before its first changed word hold a subject and a
-    predicate: at least two words besides determiners, one of them a verb or a
-    preposition ("Flight BA117 ..." / "Flight BA119 ...", "item 3 of list 2" / "item
-    4 of list 2" differ in their subject: nothing but a noun comes before)."""
+    predicate: at least two words besides determiners and possessive 's, one of them
+    a verb or a preposition ("Flight BA117 ..." / "Flight BA119 ...", "item 3 of list
+    2" / "item 4 of list 2" differ in their subject: nothing but a noun comes before)."""
     if first_change is None:
         return False
-    before = [t for t in a if t.position < first_change.position]
+    before = [t for t in a if t.position < first_change.position and t.text.lower() != "'s"]
+    if first_change.text.lower() in _BE or first_change.key in _CHANGE_VERBS:
+        before.append(first_change)  # "The appointment got moved to ...", "... was moved to"
     if sum(1 for t in before if t.text.lower() not in _DETERMINERS) < 2:
         return False
-    return any(_predicate_word(t, i) for i, t in enumerate(before))
+    return any(_predicate_word(t, i, before) for i, t in enumerate(before))
 
 
 #: Words that carry a predicate: forms of be, have and do, modals, prepositions.
@@ -455,39 +544,39 @@ _PREDICATE_WORDS = _words("""is are was were be been am has have had do does did
     via per than over under above below""")
 
 
-def _predicate_word(tok: Token, index: int) -> bool:
+def _predicate_word(tok: Token, index: int, before: Sequence[Token]) -> bool:
     """A verb or a preposition, as far as words tell without a parser: a listed word,
-    a predicate that holds one value, or a word after the first ending like a verb
-    ("Sam weighs ...", "The SDK requires ...", "Dan moved ...")."""
+    a word of a relation table, the word after a subject pronoun, or a word after the
+    first ending like a verb ("Sam weighs ...", "The SDK requires ...", "Dan moved ...")."""
     lower = tok.text.lower()
-    if lower in _PREDICATE_WORDS or tok.key in SINGLE_VALUED or tok.key in _CHANGE_VERBS:
+    if lower in _PREDICATE_WORDS or lower in _BE or tok.key in _CHANGE_VERBS:
+        return True
+    if tok.key in SINGLE_VALUED or tok.key in MANY_VALUED:
+        return True
+    if index > 0 and before[index - 1].text.lower() in _SUBJECT_PRONOUNS and not tok.value:
         return True
     return index > 0 and not tok.value and lower.endswith(("s", "ed"))
 
 
-def _replaces_object(a: Sequence[Token], b: Sequence[Token]) -> bool:
-    """One object replaced by another after a single-valued predicate in the frame
-    ("Prefers tea in the morning" -> "Prefers coffee in the morning")."""
+def _replaces_object(sa: _Summary, sb: _Summary) -> str | None:
+    """One object replaced by another after a relation of one value ("Prefers tea in
+    the morning" -> "Prefers coffee in the morning", "Use tabs" -> "Use spaces"), or
+    with "now" / "instead"; the rule, or None."""
+    a, b = sa.tokens, sb.tokens
     frame, old_changed, new_changed = _frame(a, b)
     if not old_changed or not new_changed or len(old_changed) > 2 or len(new_changed) > 2:
-        return False
-    if not any(t.key in SINGLE_VALUED for t in frame):
-        return False
-    # one contiguous replacement: the changed tokens sit next to each other
-    return _contiguous(old_changed) and _contiguous(new_changed)
+        return None
+    if not (_contiguous(old_changed) and _contiguous(new_changed)):
+        return None
+    changed_to = _marker(sa.text, sb.text, UPDATE_MARKERS)
+    if changed_to:
+        return f"update:{_slug(changed_to)}"
+    before = [t for t in a if t.position < new_changed[0].position]
+    if frame and _single_valued(frame, before):
+        return f"update:{_attribute(frame) or 'single-valued'}"
+    return None
 
 
 def _contiguous(toks: Sequence[Token]) -> bool:
     positions = [t.position for t in toks]
     return max(positions) - min(positions) <= len(positions)
-
-
-def _subject_differs(a: Sequence[Token], b: Sequence[Token]) -> bool:
-    """Whether the statements open with different words that the other one does not
-    hold: different subjects ("The frontend ..." / "The backend ..."), not the same
-    words in another order ("The manager keeps the key" / "The key is kept by ...")."""
-    first_a = next((t.key for t in a if not t.function), None)
-    first_b = next((t.key for t in b if not t.function), None)
-    if first_a == first_b:
-        return False
-    return all(t.key != first_a for t in b) and all(t.key != first_b for t in a)

@@ -1,0 +1,148 @@
+"""What words say about a relation, declared once (issue 31, items 2, 4 and 5).
+
+The write-time decision (:mod:`memchentic.write.statements`) reads these tables;
+polarity (:mod:`memchentic.write.polarity`) reads the negation and stop cues.
+docs/writes.md shows them as the decision table.
+
+- :data:`MANY_VALUED`: relations that hold many values at once ("Sam speaks
+  Greek" and "Sam speaks Italian" are both true): another value is another fact.
+- :data:`SINGLE_VALUED`: relations with one value at a time ("lives in", "manager
+  is", "runs on"): a new value replaces the old one.
+- :data:`ADDITIVE_MARKERS`: "also", "too", "as well", "another", "in addition":
+  the statement adds to what is known, it replaces nothing.
+- :data:`UPDATE_MARKERS`: "now", "instead", "anymore": the statement replaces an
+  earlier value.
+- :data:`CHANGE_VERBS`: a change of state to a new value ("moved to",
+  "switched to", "rescheduled").
+- :data:`STOP_CUES`: a change to nothing ("quit", "gave up", "moved away from",
+  "cancelled", "switched off", "no longer"): read as a negation of what stopped.
+- :data:`NEGATION_WORDS`: plain negation ("not", "never", "no", ...).
+- :data:`FILLERS`: discourse openers that say nothing ("Basically,", "Just so you
+  know,"): left out when two statements are compared.
+- :data:`CONTRACTIONS`: "I'm" is "I am", "they've" is "they have".
+- :data:`SYNONYMS`: words that say the same ("likes" / "enjoys").
+
+Words are listed as written; the decision matches them by their light stem.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: Verbs of relations that hold many values at once.
+MANY_VALUED = _words("""use uses using used like likes love loves enjoy enjoys hate hates dislike
+    dislikes speak speaks know knows visit visits visited play plays own owns read reads watch
+    watches listen listens follow follows meet meets friend friends collect collects support
+    supports deploy deploys integrate integrates accept accepts include includes offer
+    offers sell sells serve serves ship ships fly flies donate donates invest invests grow grows
+    host hosts monitor monitors treat treats see sees study studies teach teaches cook cooks eat
+    eats drink drinks wear wears sponsor sponsors partner partners cover covers contain contains
+    show shows allow allows hold holds attend attends take takes buy buys subscribe subscribes
+    played""")
+#: Words that make a relation hold one value at a time: an attribute or a verb with one
+#: current value (another value replaces it).
+SINGLE_VALUED = _words("""prefer prefers preferred preference favourite favorite default defaults
+    reply replies respond answer format address call called named name language editor lives live
+    living located based married manager boss lead owner head port version deadline price cost
+    costs rent salary age weight height timeout limit size capacity budget target dose dosage
+    goal bedtime gate terminal tariff premium fee phone number email""")
+#: Prepositions that make a verb hold one value: "works at", "studies at", "runs on".
+SINGLE_VALUED_PREPOSITIONS = {
+    "work": _words("at for"),
+    "study": _words("at"),
+    "run": _words("on"),
+    "live": _words("in at"),
+}
+#: Words that mark an addition to what is known.
+ADDITIVE_MARKERS = ("also", "too", "as well", "another", "in addition", "additionally",
+                    "besides", "as well as", "either")  # fmt: skip
+#: Words that mark a replaced value.
+UPDATE_MARKERS = ("now", "instead", "anymore", "any more", "nowadays", "currently")
+#: Past verbs that name a change of state to a new value.
+CHANGE_VERBS = _words("""moved relocated switched changed migrated upgraded downgraded updated
+    rescheduled renamed postponed shifted transferred promoted married joined""")
+#: Phrases that name a stop: what follows them no longer holds ("quit smoking").
+STOP_CUES = (
+    "no longer", "no more", "stopped", "quit", "quits", "gave up", "given up",
+    "give up", "dropped", "cancelled", "canceled", "discontinued", "abandoned", "resigned",
+    "moved away from", "moved off", "migrated off", "migrated away from", "switched off",
+    "switched away from", "turned off", "disabled", "phased out", "got rid of",
+    "unsubscribed", "closed", "came off", "is off", "are off", "went off", "left",
+    "broke up", "paid off", "retired from", "downgraded from", "opted out",
+)  # fmt: skip
+#: Plain negation words (a contraction "n't" is one too).
+NEGATION_WORDS = ("not", "never", "no", "none", "nobody", "nothing", "neither", "nor",
+                  "without", "cannot")  # fmt: skip
+#: Every phrase that flips a statement's polarity, longest first.
+NEGATION_CUES: tuple[str, ...] = tuple(
+    sorted({*STOP_CUES, *NEGATION_WORDS}, key=lambda c: (-len(c.split()), c))
+)
+#: "left" is a stop only as a verb with an object ("left the band"), not "left knee".
+_LEFT_AS_VERB = re.compile(
+    r"(?<!\bthe )(?<!\bmy )(?<!\bher )(?<!\bhis )(?<!\bour )(?<!\btheir )(?<!\byour )"
+    r"(?<!'s )(?<!\bturn )(?<!\bon the )\bleft\s+(?:the|my|his|her|our|their|your|its|a|an|[A-Z])",
+    re.IGNORECASE,
+)
+
+#: Discourse openers that say nothing about the statement that follows.
+FILLERS = (
+    "basically", "just so you know", "so you know", "by the way", "btw", "fyi", "for your info",
+    "for your information", "honestly", "to be honest", "note that", "please note that",
+    "remember that", "keep in mind that", "quick note", "note", "well", "okay", "ok", "so",
+    "to be clear", "for the record", "heads up", "as i said", "as mentioned", "as i mentioned",
+    "just a reminder", "reminder", "just to confirm", "to confirm", "oh", "also note that",
+    "in short", "anyway", "again",
+)  # fmt: skip
+_FILLER = re.compile(
+    r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(FILLERS, key=len, reverse=True))
+    + r")\b\s*[,:;\-\u2013\u2014]?\s+",
+    re.IGNORECASE,
+)  # fmt: skip
+
+#: Contractions beyond "n't": the long form of each.
+CONTRACTIONS = (
+    (r"\b(i)'m\b", r"\1 am"), (r"\b(you|we|they)'re\b", r"\1 are"),
+    (r"\b(i|you|we|they|who|would|could|should|might|must)'ve\b", r"\1 have"),
+    (r"\b(i|you|he|she|it|we|they|that|there|who)'ll\b", r"\1 will"),
+    (r"\b(i|you|he|she|we|they)'d\b", r"\1 would"),
+    (r"\b(it|he|she|that|there|what|who|where|here|how)'s\b", r"\1 is"),
+    (r"\blet's\b", "let us"),
+)  # fmt: skip
+_CONTRACTION_PATTERNS = tuple((re.compile(p, re.IGNORECASE), r) for p, r in CONTRACTIONS)
+
+#: Groups of words that say the same in a statement.
+SYNONYMS = (
+    ("like", "enjoy"), ("answer", "reply", "respond"), ("begin", "start"), ("finish", "end"),
+    ("big", "large"), ("small", "little"), ("buy", "purchase"), ("film", "movie"),
+    ("holiday", "vacation"), ("sofa", "couch"), ("shop", "store"), ("quick", "fast"),
+    ("mum", "mom"), ("doctor", "physician"), ("car", "automobile"),
+)  # fmt: skip
+
+
+def strip_fillers(text: str) -> str:
+    """``text`` without the discourse openers it begins with ("Basically, ...")."""
+    while True:
+        stripped = _FILLER.sub("", text, count=1)
+        if stripped == text or not stripped.strip():
+            return text
+        text = stripped
+
+
+def expand_contractions(text: str) -> str:
+    """ "I'm" -> "I am", "they've" -> "they have" (``n't`` is expanded by the caller)."""
+    if "'" not in text:
+        return text
+    for pattern, repl in _CONTRACTION_PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def left_is_a_stop(text: str) -> re.Match[str] | None:
+    """Where "left" in ``text`` is the verb of leaving something ("left the band"),
+    if it is."""
+    return _LEFT_AS_VERB.search(text)

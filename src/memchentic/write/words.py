@@ -1,0 +1,222 @@
+"""The words of a statement, as the write-time decision reads them (issue 21, 31).
+
+Texts are compared in one normal form (NFKC, format characters removed,
+apostrophes unified, contractions expanded) and as tokens that say what each word
+carries: a *value* (numbers, versions, dates and times, quantities and money,
+identifiers, proper names, negation), a *function word* (differences in these never
+matter) or a content word; words are matched by a light stem, irregular forms and
+synonyms read as one word. :mod:`memchentic.write.statements` decides on them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .relations import NEGATION_WORDS, SYNONYMS, expand_contractions
+
+# --- normalisation and tokens ----------------------------------------------------------
+#: Characters dropped before comparing: zero-width and other format characters (Cf).
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
+_CONTRACTIONS = tuple(
+    (re.compile(pattern, re.IGNORECASE), repl)
+    for pattern, repl in (
+        (r"\bcan't\b", "can not"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"),
+        (r"\b(\w+)n't\b", r"\1 not"), (r"\bcannot\b", "can not"),
+    )
+)  # fmt: skip
+#: A token: a word, a number, or an identifier (a version, a time, an email, a host,
+#: a path, a URL, money); inner punctuation is kept, trailing punctuation is not.
+_TOKEN = re.compile(r"[$€£¥]?\w(?:[\w'.\-/:@%+,#~&=?]*[\w%/$€£])?")
+
+
+#: "7am" is "7 am": a time written with or without the space is the same time.
+_TIME_SUFFIX = re.compile(r"(\d)(am|pm|a\.m\.|p\.m\.)(?!\w)", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """The form two texts are compared in: NFKC, format characters removed,
+    apostrophes unified, whitespace collapsed (case kept: proper names are values)."""
+    kept = embedding_text(text).translate(_APOSTROPHES)
+    return " ".join(_TIME_SUFFIX.sub(r"\1 \2", kept).split())
+
+
+def embedding_text(text: str) -> str:
+    """The text embedded for a write or a query: NFKC with format characters
+    (zero-width and the like) removed, so that forms of one text that differ only
+    in them embed alike; spacing and punctuation are left to the model."""
+    folded = unicodedata.normalize("NFKC", text)
+    if folded.isascii():
+        return folded
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+
+
+def memory_embedding_text(title: str | None, content: str) -> str:
+    """What a memory's vector embeds, on every path that embeds one (writes,
+    imports, reindex): its title and content, as :func:`embedding_text`."""
+    return embedding_text(f"{title}\n{content}" if title else content)
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    text: str  # as written (normalised), for proper-name detection
+    key: str  # lower-cased stem, what tokens are matched by
+    value: bool  # carries a value (module docstring)
+    function: bool  # a function word: differences in these never matter
+    position: int
+    negation: bool = False  # a negation cue ("not", "never", "no", ...)
+
+
+@lru_cache(maxsize=4096)
+def tokens(text: str) -> tuple[Token, ...]:
+    """The tokens of a statement, with what each one carries."""
+    expanded = normalise(text)
+    if "'" in expanded or "cannot" in expanded.lower():  # "doesn't" -> "does not"
+        for pattern, repl in _CONTRACTIONS:
+            expanded = pattern.sub(repl, expanded)
+        expanded = expand_contractions(expanded)  # "I'm" -> "I am", "they've" -> "they have"
+    raw: list[tuple[str, bool]] = []  # (token, starts a sentence)
+    end = 0
+    for match in _TOKEN.finditer(expanded):
+        word = match.group(0)
+        gap = expanded[end : match.start()]  # what stands between it and the last token
+        start = not raw or (not gap.isspace() and any(ch in ".!?:;" for ch in gap))
+        if start and raw and gap.strip() == "." and raw[-1][0].lower() in _ABBREVIATIONS:
+            start = False  # "Dr. Haas": a name after a title, not a new sentence
+        end = match.end()
+        if word.lower().endswith("'s") and len(word) > 2:  # possessive: "Ana's" -> Ana 's
+            raw.append((word[:-2], start))
+            raw.append(("'s", False))
+            continue
+        raw.append((word.strip("'"), start))
+    out: list[Token] = []
+    previous = ""
+    shouting = not any(ch.islower() for ch in expanded)  # ALL CAPS: case tells nothing
+    for i, (word, sentence_start) in enumerate(raw):
+        if not word:
+            continue
+        lower = word.lower()
+        negation = lower in _NEGATION_WORDS
+        value = negation or _is_value(word, lower, previous, sentence_start or shouting)
+        function = not value and lower in FUNCTION_WORDS
+        base = stem(_IRREGULAR.get(lower, lower))
+        key = _NUMBERS.get(lower) or _SYNONYM_KEYS.get(base) or base
+        out.append(Token(word, key, value, function, i, negation))
+        previous = lower
+    return tuple(out)
+
+
+# --- what a token carries --------------------------------------------------------------
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+FUNCTION_WORDS = _words("""a an the this that these those it its is are was were be been being am
+    'm 're 've 'd 'll 's do does did has have had having will would shall
+    of to in on at for by from into onto as with and or so then than
+    i me my mine you your yours he him his she her hers we us our ours they them
+    their theirs who whom which what there here
+    now also just really very quite please all every each any some per
+    one's oneself up located situated""")
+#: Titles written with a full stop: the name after them does not begin a sentence.
+_ABBREVIATIONS = _words("dr mr mrs ms prof st jr sr mt no vs")
+WEEKDAYS = _words(
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu "
+    "thur thurs fri sat sun weekday weekdays weekend weekends mondays tuesdays "
+    "wednesdays thursdays fridays saturdays sundays"
+)
+MONTHS = _words(
+    "january february march april may june july august september october november "
+    "december jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+TIME_WORDS = _words(
+    "am pm a.m p.m noon midnight morning mornings afternoon afternoons evening "
+    "evenings night nights tonight today tomorrow yesterday daily weekly monthly "
+    "yearly annually hourly spring summer autumn fall winter"
+)
+NUMBER_WORDS = _words(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty "
+    "sixty seventy eighty ninety hundred thousand million billion dozen half twice "
+    "thrice first second third fourth fifth sixth seventh eighth ninth tenth once "
+    "single double triple none"
+)
+#: Number words read as their digits ("two children" = "2 children").
+_NUMBER_WORDS_IN_ORDER = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+)
+_NUMBERS = {
+    w: str(n)
+    for n, w in enumerate(
+        _NUMBER_WORDS_IN_ORDER.split(" ")  # the ruff rule SIM905 wants no literal.split()
+    )
+}
+#: Words that negate what they stand in ("no longer", "no more" begin with "no").
+_NEGATION_WORDS = frozenset(NEGATION_WORDS) | {"stopped", "quit"}
+#: Words that are values only when capitalised (a month, a weekday, a season).
+_CAPITALISED_ONLY = _words("may march sun sat fall")
+#: Words that begin sentences without being names ("Use ...", "Never ...").
+_NOT_NAMES_AT_START = FUNCTION_WORDS | _words(
+    "use always never do don't not no keep send reply prefer prefers default run "
+    "format address call write make let meeting lunch dinner our"
+)
+
+
+def _is_value(word: str, lower: str, previous: str, sentence_start: bool) -> bool:
+    if not word.isalpha():
+        if any(ch.isdigit() for ch in word):  # numbers, versions, times, dates, ports, ids
+            return True
+        if any(ch in word for ch in "@/$€£¥%"):  # emails, paths, URLs, money
+            return True
+        if "." in word.strip("."):  # hosts and file names: db1.internal, dev.yaml
+            return True
+    if lower == "am":  # "10 am", not "I am"
+        return previous[-1:].isdigit()
+    if lower in _CAPITALISED_ONLY:  # "May", "March"; not "may", "march"
+        return word[0].isupper()
+    if lower in WEEKDAYS or lower in MONTHS or lower in TIME_WORDS or lower in NUMBER_WORDS:
+        return True
+    if word[0].isupper():  # a proper name, an acronym; a sentence's first word only
+        # when it does not look like a common word
+        return not sentence_start or (
+            lower not in _NOT_NAMES_AT_START and not lower.endswith(("ing", "ed", "s"))
+        )
+    return False
+
+
+_SUFFIXES = ("ingly", "ings", "ing", "edly", "ied", "ies", "ed", "es", "s", "ly")
+
+
+@lru_cache(maxsize=16384)
+def stem(word: str) -> str:
+    """A light English stem: "merging" and "merge", "holidays" and "holiday", "reading"
+    and "read" match (enough to match inflections; not a linguistic stemmer)."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if suffix in ("ied", "ies"):
+                base += "y"
+            elif suffix in ("ing", "ed", "ings") and len(base) > 3 and base[-1] == base[-2]:
+                base = base[:-1]  # "running" -> "run"
+            word = base
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+#: Irregular forms read as their base ("kept" is "keep").
+_IRREGULAR = {
+    "kept": "keep", "held": "hold", "sold": "sell", "bought": "buy", "paid": "pay",
+    "sent": "send", "spent": "spend", "told": "tell", "made": "make", "took": "take",
+    "taken": "take", "gave": "give", "given": "give", "wrote": "write", "written": "write",
+    "ran": "run", "met": "meet", "went": "go", "gone": "go", "saw": "see", "seen": "see",
+    "ate": "eat", "eaten": "eat", "flew": "fly", "flown": "fly", "drove": "drive",
+    "driven": "drive", "built": "build", "taught": "teach", "brought": "bring",
+    "thought": "think", "felt": "feel", "began": "begin", "begun": "begin", "won": "win",
+}  # fmt: skip
+#: Synonyms read as one word: the first of each group (:data:`.relations.SYNONYMS`).
+_SYNONYM_KEYS = {stem(w): stem(group[0]) for group in SYNONYMS for w in group[1:]}
