@@ -26,6 +26,7 @@ from opentelemetry.trace import StatusCode  # noqa: E402
 
 from memchentic import Memory, tracing  # noqa: E402
 from memchentic.errors import NotFoundError  # noqa: E402
+from memchentic.settings import Settings  # noqa: E402
 
 STAGES = ("embed", "vector", "keyword", "rank", "supersession")
 
@@ -104,6 +105,18 @@ def test_a_search_has_a_span_per_stage_under_its_operation(
         assert child.context.trace_id == search.context.trace_id, stage
     rank = _one(found, "memchentic.search.rank")
     assert rank.attributes is not None and rank.attributes["memchentic.candidates"] >= 1
+
+
+def test_the_second_ranking_stage_has_its_span(
+    make_mem: Callable[..., Memory], spans: InMemorySpanExporter
+) -> None:
+    alice = make_mem(settings=Settings(search_rerank=True)).as_identity("alice")
+    alice.add("Ottilie grows tomatoes on her balcony")
+    spans.clear()
+    alice.search("tomatoes on the balcony")
+    found = spans.get_finished_spans()
+    second = _one(found, "memchentic.search.second_stage")
+    assert _parent_id(second) == _one(found, "memchentic.search").context.span_id
 
 
 def test_a_context_spans_its_collection_its_search_and_its_fit(

@@ -440,7 +440,8 @@ def run(
         candidates.sort(key=lambda c: (-c.score, c.memory.id))
         span.set_attribute("memchentic.candidates", len(candidates))
     if second and candidates:
-        candidates = _second_stage(store, req, settings, candidates, depth)
+        with tracing.span("memchentic.search.second_stage", {"memchentic.depth": depth}):
+            candidates = _second_stage(store, req, settings, candidates, depth)
     if reranker is not None and settings.memory_reranker_enabled and candidates:
         head = candidates[: req.limit * settings.knn_overfetch_multiplier]
         with tracing.span("memchentic.search.rerank", {"memchentic.candidates": len(head)}):
