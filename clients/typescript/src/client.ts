@@ -80,6 +80,21 @@ function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError");
 }
 
+/** A signal that aborts with the first of `signals` (`AbortSignal.any` where the
+ * platform has it: Node.js 20.3+, current browsers). */
+function anySignal(signals: AbortSignal[]): AbortSignal {
+  if (typeof AbortSignal.any === "function") return AbortSignal.any(signals);
+  const controller = new AbortController();
+  for (const signal of signals) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
@@ -165,7 +180,7 @@ export class Memchentic {
     const limit = request.call?.timeout ?? this.timeout;
     const signals = [AbortSignal.timeout(limit)];
     if (request.call?.signal) signals.push(request.call.signal);
-    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    const signal = signals.length > 1 ? anySignal(signals) : signals[0];
     const response = await this.open(method, path, request, signal);
     const type = response.headers.get("content-type") ?? "";
     return (type.startsWith("application/json") ? await response.json() : await response.text()) as R;

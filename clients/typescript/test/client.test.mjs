@@ -208,6 +208,14 @@ describe("errors", () => {
     assert.equal(error.status, 0);
     assert.throws(() => alice.get(""), (e) => e instanceof ValidationError && e.field === "id");
   });
+
+  it("the caller's own abort rejects with the platform's AbortError, not a client error", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const error = await alice.search("anything", {}, { signal: controller.signal }).catch((e) => e);
+    assert.equal(error.name, "AbortError");
+    assert.ok(!(error instanceof MemchenticError));
+  });
 });
 
 describe("graph", () => {
