@@ -183,7 +183,7 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
     @app.command("invitations")
     @_documented(
         f"List pending invitations to {kind}s (yours, under --as NAME), a page at a time.\n\n"
-        f"    Example: memchentic --as bob {kind} invitations --limit 20 --offset 20"
+        f"    Example: memchentic {kind} invitations --limit 20 --offset 20  (as bob: --as bob)"
     )
     @opens_memory(json_last=True)
     def invitations(
@@ -196,7 +196,7 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
     @_documented(
         f"List a {kind}'s pending invitations (its admins), each invitee as its inviter\n"
         f"    named it; withdraw one with `memchentic {kind} withdraw`.\n\n"
-        f"    Example: memchentic --as carol {kind} pending core"
+        f"    Example: memchentic {kind} pending core  (as carol: memchentic --as carol ...)"
     )
     @opens_memory(json_last=True)
     def pending(
@@ -209,7 +209,7 @@ def _team_commands(app: typer.Typer, kind: str) -> None:
     @app.command("withdraw")
     @_documented(
         f"Withdraw a pending invitation to a {kind} (its admins).\n\n"
-        f"    Example: memchentic --as carol {kind} withdraw core agent:alicebot"
+        f"    Example: memchentic {kind} withdraw core agent:alicebot  (as carol: --as carol)"
     )
     @opens_memory
     def withdraw(mem: Memory, team: NameArg, identity: IdentityArg) -> None:

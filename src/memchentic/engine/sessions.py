@@ -173,7 +173,10 @@ class Sessions(Writes, Reads):
         ``WORKING_MEMORY_TTL_DAYS`` unless ``ttl_days`` or ``permanent`` say otherwise."""
         sid = resolve_session_id(self, session_id, options.get("user_id"))
         if key is not None:
-            options["slot_key"] = f"session:{sid}:working:{key}"
+            prefix = f"session:{sid}:working:"
+            # checked under the caller's name: the slot key it becomes is ours
+            key = check.optional_text(key, "key", max(1, check.SLOT_KEY_CHARS - len(prefix)))
+            options["slot_key"] = f"{prefix}{key}" if key is not None else None
         if "ttl_days" not in options and "permanent" not in options:
             ttl = self.settings.working_memory_ttl_days
             options["permanent"] = ttl == 0
