@@ -501,3 +501,15 @@ def test_serve_gives_each_worker_one_embedder_thread_unless_told(
         threads=os.environ.get("MEMCHENTIC_LOCAL_EMBEDDER_THREADS"), workers=str(k["workers"])))
     ok(cli(db, "serve", "--workers", "2"))
     assert seen == {"threads": workers_get, "workers": "2"}
+
+
+def test_serve_never_shows_a_store_password() -> None:
+    """The serve banner (text or a JSON log line) names the store; a PostgreSQL
+    URL's password, in its user part or as a parameter, is masked there."""
+    from memchentic.cli.server import shown_location
+
+    shown = shown_location("postgresql://mem:s3cr%40t@db:5432/m?schema=a&password=hunter2")
+    assert "s3cr" not in shown and "hunter2" not in shown
+    assert shown == "postgresql://mem:***@db:5432/m?schema=a&password=***"
+    for plain in ("/srv/memory.db", "postgresql://mem@db/m?schema=a"):
+        assert shown_location(plain) == plain
