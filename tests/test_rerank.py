@@ -138,12 +138,18 @@ def test_phrase_rewards_the_query_word_pairs_in_order() -> None:
     assert rerank.phrase(doc_text("a group that gives support"), q) == 0.0
 
 
-def test_entities_read_the_recorded_speaker_too() -> None:
-    q = cues()
-    said = doc_text("I joined an LGBTQ group", speaker="Caroline")
-    assert rerank.entities(said, q) == 1.0
+def test_entities_count_what_the_query_names_beyond_the_speaker() -> None:
+    q = cues()  # names Caroline and LGBTQ
     assert rerank.entities(doc_text("I joined an LGBTQ group"), q) == 0.5
-    assert rerank.entities(said, cues("what did she say about it")) == 0.0
+    assert rerank.entities(doc_text("Caroline joined an LGBTQ group"), q) == 1.0
+    # Caroline said it: the speaker cue's part; what is left, LGBTQ, is there
+    assert rerank.entities(doc_text("I joined an LGBTQ group", speaker="Caroline"), q) == 1.0
+    assert rerank.entities(doc_text("I joined a group", speaker="Caroline"), q) == 0.0
+    assert (
+        rerank.entities(doc_text("Caroline joined", speaker="Caroline"), cues("Did Caroline?"))
+        == 0.0
+    )
+    assert rerank.entities(doc_text("I joined an LGBTQ group"), cues("what did she say")) == 0.0
 
 
 def test_answer_needs_a_typed_question_and_a_memory_that_states_it() -> None:

@@ -48,6 +48,20 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     },
 }
 
+_ON = {"search_rerank": True}
+#: The second stage (issue 33, item 1), opt-in: on, and on without each of its
+#: signals (``--rerank-ablations``; docs/retrieval-quality.md has the tables).
+RERANK_ABLATIONS: dict[str, dict[str, Any]] = {
+    "second stage on (SEARCH_RERANK=true)": _ON,
+    "second stage, coverage off": {**_ON, "search_rerank_coverage_weight": 0.0},
+    "second stage, proximity off": {**_ON, "search_rerank_proximity_weight": 0.0},
+    "second stage, phrase off": {**_ON, "search_rerank_phrase_weight": 0.0},
+    "second stage, entities off": {**_ON, "search_rerank_entity_weight": 0.0},
+    "second stage, answer type off": {**_ON, "search_rerank_answer_weight": 0.0},
+    "second stage, depth 20": {**_ON, "search_rerank_depth": 20},
+    "second stage, depth 50": {**_ON, "search_rerank_depth": 50},
+}
+
 
 class Harness(Protocol):
     """What :func:`main` needs of a harness module (``locomo``, ``longmemeval``)."""
@@ -74,6 +88,10 @@ def add_common_options(parser: argparse.ArgumentParser, *, ranked_what: str) -> 
         "--profile", choices=["rrf", "conversation", "cosine_decay", "hybrid"], default=None
     )
     parser.add_argument("--ablations", action="store_true", help="also run the ablations")
+    parser.add_argument(
+        "--rerank-ablations", action="store_true",
+        help="also run the second stage (SEARCH_RERANK) and its ablations",
+    )  # fmt: skip
     parser.add_argument("--embedder", default="local", help="local (default) or hash")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     parser.add_argument(
@@ -94,7 +112,8 @@ def common_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "embedder": args.embedder, "profile": args.profile, "baselines": not args.no_baselines,
         "ingest": args.ingest, "cache": args.cache, "workdir": args.workdir,
-        "ablations": ABLATIONS if args.ablations else None,
+        "ablations": {**(ABLATIONS if args.ablations else {}),
+                      **(RERANK_ABLATIONS if args.rerank_ablations else {})} or None,
         "progress": lambda line: print(line, file=sys.stderr, flush=True),
     }  # fmt: skip
 

@@ -15,7 +15,8 @@ under its name (:data:`SIGNALS`):
 * ``phrase``: the IDF-weighted share of the query's adjacent word pairs that the
   memory holds as adjacent words too ("support group", "New York");
 * ``entities``: the share of what the query names (capitalised words past the
-  start of a sentence, numbers) that the memory or its recorded speaker names;
+  start of a sentence, numbers), beyond the memory's recorded speaker, that the
+  memory names;
 * ``answer``: the question's wh-type (who, where, when, how many) against what
   the memory states (a person, a place, a time or date, a number): 1 when it
   states that kind of thing, 0 when it does not or the question has no type.
@@ -170,14 +171,19 @@ class DocText:
     raw: str
     #: Folded content words, in order.
     terms: tuple[str, ...]
-    #: Folded words of the text and of its recorded speaker (any case, stopwords kept).
+    #: Folded words of the text (any case, stopwords kept).
     words: frozenset[str]
+    #: Folded words of the name of who said it (``metadata["speaker"]`` or ``role``).
+    speaker: frozenset[str] = frozenset()
 
 
 def doc_text(text: str, speaker: str | None = None) -> DocText:
-    tokens = _TOKEN.findall(text)
-    named = _TOKEN.findall(speaker or "")
-    return DocText(text, tuple(_content(tokens)), frozenset(fold(t) for t in tokens + named))
+    return DocText(
+        text,
+        tuple(_content(_TOKEN.findall(text))),
+        frozenset(fold(t) for t in _TOKEN.findall(text)),
+        frozenset(fold(t) for t in _TOKEN.findall(speaker or "")),
+    )
 
 
 # --- signals ----------------------------------------------------------------------------
@@ -233,11 +239,14 @@ def phrase(doc: DocText, q: QueryCues) -> float:
 
 
 def entities(doc: DocText, q: QueryCues) -> float:
-    """The share of what the query names that the memory (or its recorded
-    speaker) names too; 0 when the query names nothing."""
-    if not q.entities:
+    """The share of what the query names, beyond who said the memory (the
+    speaker cue's part: "what did Caroline say about Paris" asks Caroline's
+    memories about Paris), that the memory's text names too; 0 when the query
+    names nothing else."""
+    names = q.entities - doc.speaker
+    if not names:
         return 0.0
-    return len(q.entities & doc.words) / len(q.entities)
+    return len(names & doc.words) / len(names)
 
 
 _NUMBER_WORDS = (
@@ -274,14 +283,18 @@ _STATES: dict[str, re.Pattern[str]] = {
 }
 
 
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NOT_NAMES = frozenset(MONTHS) | frozenset(_WEEKDAYS)
+
+
 def states(kind: str, text: str) -> bool:
     """True when ``text`` states a thing of ``kind`` (:data:`ANSWER_KINDS`): a
     number (digits or number words), a time (a year, a date in digits, a month,
     a weekday, a clock time, yesterday, last week, two years ago ...), a place (a
     capitalised name after in / at / to / from, or a place noun), a person (a
     capitalised name inside a sentence, or a relation: mom, friend, boss ...)."""
-    if kind == "person":
-        return any(m.group(0).lower() not in STOPWORDS and m.group(0) != "I"
+    if kind == "person":  # a capitalised month or weekday is not a name
+        return any((w := m.group(0).lower()) not in _NOT_NAMES and w not in STOPWORDS
                    for m in _STATES["person"].finditer(text))  # fmt: skip
     pattern = _STATES.get(kind)
     return bool(pattern and pattern.search(text))
