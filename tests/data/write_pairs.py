@@ -74,6 +74,7 @@ _RAW: dict[str, dict[str, list[tuple[str, str]]]] = {
             ("Karl reads mystery novels.", "Karl reads poetry as well."),
             ("We watched Dune on 3 February.", "We watched Arrival on 17 February."),
             ("Grandma knits scarves for the family.", "Grandma knits socks for the family too."),
+            ("Felix's favourite sport is tennis.", "Felix's favourite food is ramen."),
         ],
         "team": [
             ("The team uses Kafka for event streaming.", "The team uses Kafka for audit logs."),
@@ -91,6 +92,7 @@ _RAW: dict[str, dict[str, list[tuple[str, str]]]] = {
             ("The outage happened on 14 January.", "Another outage happened on 2 March."),
             ("We monitor the queue depth.", "We also monitor disk usage."),
             ("The gateway's timeout is 30 seconds.", "The gateway's retry limit is 5."),
+            ("The router supports WPA2.", "The router supports WPA3."),
         ],
         "health": [
             ("I take vitamin D every morning.", "I also take magnesium every morning."),

@@ -40,7 +40,7 @@ MANY_VALUED = _words("""use uses using used like likes love loves enjoy enjoys h
     watches listen listens follow follows meet meets friend friends collect collects support
     supports deploy deploys integrate integrates accept accepts include includes offer
     offers sell sells serve serves ship ships fly flies donate donates invest invests grow grows
-    host hosts monitor monitors treat treats see sees study studies teach teaches cook cooks eat
+    monitor monitors treat treats see sees study studies teach teaches cook cooks eat
     eats drink drinks wear wears sponsor sponsors partner partners cover covers contain contains
     show shows allow allows hold holds attend attends take takes buy buys subscribe subscribes
     played""")

@@ -422,13 +422,15 @@ def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
     change_verb = any(t.key in _CHANGE_VERBS for t in (*frame, *new_changed))
     before = [t for t in a if first_change is not None and t.position < first_change.position]
     if _is_event(before, a) and not change_verb and not changed_to:
-        dated = any(_kind([t]) in ("date", "time") for t in (*old_changed, *new_changed))
+        dated = any(_kind([t]) in ("date", "time") for t in (*a, *b) if t.value)
         return Judgement(Relation.DISTINCT, "event:dated" if dated else "event:past")
     if changed_to:
         return Judgement(Relation.UPDATE, f"update:{_slug(changed_to)}")
     if change_verb:
         return Judgement(Relation.UPDATE, "update:changed")
-    names_only = all(_kind([t]) == "name" for t in (*old_changed, *new_changed) if t.value)
+    names_only = all(
+        _kind([t]) in ("name", "code") for t in (*old_changed, *new_changed) if t.value
+    )
     attribute = _attribute(frame)
     if not names_only:  # a number, a time, a date, a version, an identifier
         return Judgement(Relation.UPDATE, f"update:{attribute or _kind(old_changed)}")
@@ -476,7 +478,8 @@ def _attribute(frame: Sequence[Token]) -> str | None:
 
 
 def _kind(changed: Sequence[Token]) -> str:
-    """What kind of value changed: time, date, money, version, number, identifier, name."""
+    """What kind of value changed: time, date, money, version, code, number,
+    identifier, name."""
     for tok in changed:
         text, lower = tok.text, tok.text.lower()
         if (
@@ -491,6 +494,10 @@ def _kind(changed: Sequence[Token]) -> str:
             return "money"
         if re.fullmatch(r"v?\d+(\.\d+){1,3}", lower):
             return "version"
+        if any(ch in text for ch in "@/.") and any(ch.isalpha() for ch in text):
+            return "identifier"
+        if any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text):
+            return "code"  # a name with digits: WPA3, BA117, S3
         if any(ch.isdigit() for ch in text) or lower in NUMBER_WORDS:
             return "number"
         if any(ch in text for ch in "@/."):
@@ -568,6 +575,9 @@ def _replaces_object(sa: _Summary, sb: _Summary) -> str | None:
         return None
     if not (_contiguous(old_changed) and _contiguous(new_changed)):
         return None
+    first, last = old_changed[0].position, old_changed[-1].position
+    if any(first < t.position < last and t.text.lower() in _COPULA for t in b):
+        return None  # "favourite sport is tennis" / "favourite food is ramen": another slot
     changed_to = _marker(sa.text, sb.text, UPDATE_MARKERS)
     if changed_to:
         return f"update:{_slug(changed_to)}"
