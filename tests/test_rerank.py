@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memchentic import Memory, Settings
+from memchentic.record import MemoryRecord
 from memchentic.retrieval import profiles, rerank
 from memchentic.retrieval.rerank import QueryCues, doc_text, query_cues
 from memchentic.text import STOPWORDS
@@ -150,6 +151,23 @@ def test_entities_count_what_the_query_names_beyond_the_speaker() -> None:
         == 0.0
     )
     assert rerank.entities(doc_text("I joined an LGBTQ group"), cues("what did she say")) == 0.0
+
+
+def test_the_people_who_speak_are_left_to_the_speaker_cue() -> None:
+    """issue 33, item 1: in a chat between Caroline and Melanie, a question about
+    Melanie is about what Melanie said; Caroline's turn that calls her by name
+    gets nothing for it from the entities signal, while a third name counts."""
+
+    def cand(i: str, text: str, speaker: str) -> profiles.Candidate:
+        record = MemoryRecord(id=i, namespace="n", content=text, metadata={"speaker": speaker})
+        return profiles.Candidate(record, score=1.0)
+
+    head = [cand("a", "I painted a lake at dawn", "Melanie"),
+            cand("b", "Melanie, your lake painting is lovely", "Caroline"),
+            cand("c", "Jon painted with me", "Melanie")]  # fmt: skip
+    rerank.rescore(head, cues("What did Melanie paint with Jon?"), {"entities": 1.0})
+    assert [c.trace["rerank_entities"] for c in head] == [1.0, 1.0, 2.0]
+    assert head[2].score == 2.0 and head[2].trace["first_stage_score"] == 1.0
 
 
 def test_answer_needs_a_typed_question_and_a_memory_that_states_it() -> None:

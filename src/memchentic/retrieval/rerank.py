@@ -15,8 +15,8 @@ under its name (:data:`SIGNALS`):
 * ``phrase``: the IDF-weighted share of the query's adjacent word pairs that the
   memory holds as adjacent words too ("support group", "New York");
 * ``entities``: the share of what the query names (capitalised words past the
-  start of a sentence, numbers), beyond the memory's recorded speaker, that the
-  memory names;
+  start of a sentence, numbers), beyond the people who speak in the candidates
+  (the speaker cue's part), that the memory names;
 * ``answer``: the question's wh-type (who, where, when, how many) against what
   the memory states (a person, a place, a time or date, a number): 1 when it
   states that kind of thing, 0 when it does not or the question has no type.
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..text import STOPWORDS, idf
 from .cues import MONTHS, speaker_of
@@ -352,11 +352,22 @@ def idf_of(
 def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float]) -> None:
     """The stage on the first candidates: each one's score times its factors,
     the factors and the first stage's score (``first_stage_score``) in its trace.
-    The caller sorts."""
+    The caller sorts.
+
+    The people who speak in the candidates are the speaker cue's business, not
+    the entities signal's: a question naming one of two people in a chat is
+    about what that person said, and the other one's turns that call them by
+    name are not closer for it; so their names leave the query's entities."""
+    docs = []
     for cand in head:
         m = cand.memory
         text = " ".join(filter(None, (m.title, m.content)))
-        parts = factors(doc_text(text, speaker_of(m.content, m.metadata)), q, weights)
+        docs.append(doc_text(text, speaker_of(m.content, m.metadata)))
+    speakers = frozenset().union(*(doc.speaker for doc in docs))
+    if q.entities & speakers:
+        q = replace(q, entities=q.entities - speakers)
+    for cand, doc in zip(head, docs, strict=True):
+        parts = factors(doc, q, weights)
         cand.trace["first_stage_score"] = cand.score
         cand.trace.update(parts)
         for value in parts.values():
