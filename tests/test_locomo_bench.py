@@ -186,3 +186,16 @@ def test_dense_rank_and_plain_rrf():
     fused = bl.rrf_fuse([[0, 1, 2], [2, 1, 0]], 3, rrf_k=60)
     assert fused == [0, 2, 1]  # 1/61 + 1/63 > 2/62: ties broken by the smaller index
     assert bl.rrf_fuse([[5], [5, 6]], 2) == [5, 6]
+
+
+def test_context_budgets_measure_the_evidence_inside_the_prompt_block(tmp_path: Path):
+    """issue 33, item 3: ``context@B`` is the share of the evidence turns among the
+    memories ``context(question, budget_tokens=B)`` keeps; six short turns fit in
+    the largest budget whole, and the table is printed."""
+    _tiny_conversation(tmp_path)
+    report = locomo.run_benchmark(tmp_path, embedder="hash", cache=None, baselines=False,
+                                  context_budgets=(20, 2000))  # fmt: skip
+    overall = report["systems"]["memchentic"]["overall"]
+    assert overall["context@2000"] == 1.0
+    assert 0.0 <= overall["context@20"] < 1.0  # 20 tokens hold one turn at most
+    assert "ctx@2000" in locomo.format_report(report)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memchentic import Settings
+from memchentic import Memory, Settings
 
 from . import cache, ingest
 
@@ -63,6 +63,45 @@ RERANK_ABLATIONS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Token budgets of the context metric (``--context``; issue 33, item 3).
+CONTEXT_BUDGETS = (500, 1000, 2000)
+
+
+def context_recall(
+    mem: Memory, question: str, evidence: set[str], budgets: Sequence[int], **scope: Any
+) -> dict[str, float]:
+    """What reaches the prompt: for each budget B, the share of the evidence
+    memories (ids) among the memories ``mem.context(question, budget_tokens=B)``
+    keeps (``context@B``), next to recall@k: the same recall, of a prompt block."""
+    out: dict[str, float] = {}
+    for budget in budgets:
+        ctx = mem.context(question, budget_tokens=budget, **scope)
+        kept = {i.id for s in ctx.sections for i in s.items if i.source == "memory"}
+        out[f"context@{budget}"] = len(evidence & kept) / len(evidence)
+    return out
+
+
+def extra_metrics(rows: Sequence[tuple[Hashable, Mapping[str, float]]]) -> tuple[str, ...]:
+    """The ``context@B`` metrics the rows hold (every row of a run holds the same)."""
+    return tuple(k for k in rows[0][1] if k.startswith("context@")) if rows else ()
+
+
+def context_lines(report: Mapping[str, Any], row: Callable[..., str]) -> list[str]:
+    """The table of ``context@B`` of each system that measured it (``--context``);
+    ``row(name, cells, width=...)`` formats a line."""
+    every = {**report["systems"], **report.get("ablations", {})}
+    measured = {n: s["overall"] for n, s in every.items()
+                if any(k.startswith("context@") for k in s["overall"])}  # fmt: skip
+    if not measured:
+        return []
+    keys = [k for k in next(iter(measured.values())) if k.startswith("context@")]
+    lines = ["", "evidence inside context(question, budget_tokens=B), next to recall@k"]
+    lines.append(row("system", [k.replace("context@", "ctx@") for k in keys], width=42))
+    for name, o in measured.items():
+        lines.append(row(name, [f"{o[k]:.3f}" for k in keys], width=42))
+    return lines
+
+
 class Harness(Protocol):
     """What :func:`main` needs of a harness module (``locomo``, ``longmemeval``)."""
 
@@ -89,6 +128,11 @@ def add_common_options(parser: argparse.ArgumentParser, *, ranked_what: str) -> 
     )
     parser.add_argument("--ablations", action="store_true", help="also run the ablations")
     parser.add_argument(
+        "--context", action="store_true",
+        help="also measure context@B: evidence inside context(question, budget_tokens=B), "
+        "B = 500, 1000, 2000 (memchentic's systems only)",
+    )  # fmt: skip
+    parser.add_argument(
         "--rerank-ablations", action="store_true",
         help="also run the second stage (SEARCH_RERANK) and its ablations",
     )  # fmt: skip
@@ -112,6 +156,7 @@ def common_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "embedder": args.embedder, "profile": args.profile, "baselines": not args.no_baselines,
         "ingest": args.ingest, "cache": args.cache, "workdir": args.workdir,
+        "context_budgets": CONTEXT_BUDGETS if args.context else (),
         "ablations": {**(ABLATIONS if args.ablations else {}),
                       **(RERANK_ABLATIONS if args.rerank_ablations else {})} or None,
         "progress": lambda line: print(line, file=sys.stderr, flush=True),

@@ -166,7 +166,7 @@ def question_metrics(ranked: Sequence[str], evidence: Iterable[str]) -> dict[str
 
 def aggregate(rows: Sequence[tuple[int, Mapping[str, float]]]) -> dict[str, Any]:
     """Mean of each metric overall and per category; ``n`` = questions."""
-    overall, by_cat = cli.group_means(rows, METRICS)
+    overall, by_cat = cli.group_means(rows, METRICS + cli.extra_metrics(rows))
     return {"overall": overall, "by_category": by_cat}
 
 
@@ -204,8 +204,10 @@ def _search_run(
     dia_of: Mapping[str, str],
     profile: str | None,
     run: Run,
+    budgets: Sequence[int] = (),
 ) -> None:
     path = copy_store(snapshot, work)
+    id_of = {dia: i for i, dia in dia_of.items()}
     with Memory(path=path, embedder=embedder, settings=settings) as mem:
         user = f"conv-{conv.id}"
         for q in conv.questions:
@@ -215,7 +217,12 @@ def _search_run(
             run.queries += 1
             ranked = [dia_of.get(h.memory.id, "") for h in hits]
             run.ranked.append(ranked)
-            run.rows.append((q.category, question_metrics(ranked, q.evidence)))
+            metrics = question_metrics(ranked, q.evidence)
+            if budgets:
+                ev = {id_of[d] for d in q.evidence if d in id_of}
+                metrics |= cli.context_recall(mem, q.question, ev, budgets, user_id=user,
+                                              now=conv.end)  # fmt: skip
+            run.rows.append((q.category, metrics))
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -259,10 +266,13 @@ def run_benchmark(
     cache: str | Path | None = DEFAULT_PATH,
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
+    context_budgets: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Run the benchmark; returns the report (see :func:`format_report`). Stores are
     built under ``workdir`` (default: a temporary folder, removed afterwards);
-    vectors are cached in the SQLite file ``cache`` (``None``: in memory only)."""
+    vectors are cached in the SQLite file ``cache`` (``None``: in memory only).
+    ``context_budgets``: also measure ``context@B`` (``cli.context_recall``) for
+    memchentic and every ablation."""
     t0 = time.perf_counter()
     base = settings or load_settings()
     inner = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, base)
@@ -291,8 +301,9 @@ def run_benchmark(
                 progress(f"conv-{conv.id}: {len(conv.turns)} turns ingested")
             for name, vs in variants.items():
                 _search_run(
-                    conv, snap, root / name, emb, vs, dia_of, profile, runs.setdefault(name, Run())
-                )
+                    conv, snap, root / name, emb, vs, dia_of, profile, runs.setdefault(name, Run()),
+                    context_budgets,
+                )  # fmt: skip
             if baselines:
                 with Memory(path=snap, embedder=emb, settings=base) as mem:
                     by_id = mem.store.vectors(list(dia_of))
@@ -363,6 +374,7 @@ def format_report(report: Mapping[str, Any]) -> str:
                 [f"{a[m] / b[m]:.2f}" if b[m] else "-" for m in METRICS],
             )
         )
+    lines += cli.context_lines(report, _row)
     lines += ["", "recall@10 by category (n questions)"]
     cats = sorted({c for s in systems.values() for c in s["by_category"]}, key=int)
     lines.append(

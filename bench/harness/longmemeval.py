@@ -192,7 +192,7 @@ def question_metrics(
 
 def aggregate(rows: Sequence[tuple[str, Mapping[str, float]]]) -> dict[str, Any]:
     """Mean of each metric overall and per question type; ``n`` = questions."""
-    overall, by_type = cli.group_means(rows, METRICS)
+    overall, by_type = cli.group_means(rows, METRICS + cli.extra_metrics(rows))
     return {"overall": overall, "by_type": by_type}
 
 
@@ -205,10 +205,14 @@ class Run:
     seconds: float = 0.0
     ranked: dict[str, list[str]] = field(default_factory=dict)
 
-    def record(self, q: Question, ranked: list[str], seconds: float) -> None:
+    def record(
+        self, q: Question, ranked: list[str], seconds: float,
+        extra: Mapping[str, float] | None = None,
+    ) -> None:  # fmt: skip
         self.seconds += seconds
         self.ranked[q.id] = ranked
-        self.rows.append((q.type, question_metrics(ranked, q.evidence, q.answer_sessions)))
+        metrics = question_metrics(ranked, q.evidence, q.answer_sessions)
+        self.rows.append((q.type, metrics | dict(extra or {})))
 
 
 def _ask(
@@ -221,6 +225,7 @@ def _ask(
     profile: str | None,
     runs: dict[str, Run],
     baselines: bool,
+    budgets: Sequence[int] = (),
 ) -> float:
     """Log one haystack, ask its question in memchentic (each variant on its own
     copy of the fresh store, so no variant sees another's recalls) and the
@@ -240,7 +245,11 @@ def _ask(
             start = time.perf_counter()
             hits = mem.search(q.question, user_id="u", limit=LIMIT, now=q.date, profile=profile)
             took = time.perf_counter() - start
-        runs.setdefault(name, Run()).record(q, [key_of[h.memory.id] for h in hits], took)
+            extra: dict[str, float] = {}
+            if budgets:
+                ev = {i for i, key in key_of.items() if key in q.evidence}
+                extra = cli.context_recall(mem, q.question, ev, budgets, user_id="u", now=q.date)
+        runs.setdefault(name, Run()).record(q, [key_of[h.memory.id] for h in hits], took, extra)
     if not baselines:
         return ingest_s
     matrix = np.vstack([stored[i] for i in ids]).astype(np.float32)
@@ -269,11 +278,13 @@ def run_benchmark(
     workdir: str | Path | None = None,
     progress: Callable[[str], None] | None = None,
     ablations: Mapping[str, Mapping[str, Any]] | None = None,
+    context_budgets: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Run the benchmark; returns the report (see :func:`format_report`). Each
     question's store is built under ``workdir`` (default: a temporary folder) and
     removed after its question; vectors are cached in the SQLite file ``cache``.
-    ``ablations``: named settings overrides, each asked every question too."""
+    ``ablations``: named settings overrides, each asked every question too;
+    ``context_budgets``: also measure ``context@B`` (``cli.context_recall``)."""
     t0 = time.perf_counter()
     base = settings or load_settings()
     if base.max_content_bytes < CONTENT_BYTES:
@@ -289,7 +300,8 @@ def run_benchmark(
     for n, q in enumerate(questions, start=1):
         with tempfile.TemporaryDirectory(prefix="longmemeval-", dir=workdir) as tmp:
             ingest_s += _ask(q, Path(tmp) / "memory.db", emb, variants, mode=ingest,
-                             profile=profile, runs=runs, baselines=baselines)  # fmt: skip
+                             profile=profile, runs=runs, baselines=baselines,
+                             budgets=context_budgets)  # fmt: skip
         if progress:
             progress(f"{n}/{len(questions)} {q.id} ({q.type}): {len(q.entries)} turns; "
                      f"{emb.computed} embedded, {time.perf_counter() - t0:.0f} s")  # fmt: skip
@@ -365,6 +377,7 @@ def format_report(report: Mapping[str, Any]) -> str:
             lines.append(_row(name, cells + [f"{s['overall'][metric]:.3f}"]))
         ns = next(iter(systems.values()))["by_type"] if systems else {}
         lines.append(_row("n", [str(ns[t]["n"]) for t in types] + [str(report["questions"])]))
+    lines += cli.context_lines(report, _row)
     if report.get("ablations"):
         ref = systems.get("memchentic", {}).get("overall", {}).get("turn_recall@10", 0.0)
         lines += ["", "ablations (each changes one setting from the defaults)"]
