@@ -19,9 +19,11 @@ Paths (``--path``, repeatable; ``all`` for every one):
 - ``mcp``: the MCP ``remember`` tool through the MCP SDK's client, in-process;
   ``remember`` takes no ``on_duplicate``, so the logged turns that only
   ``on_duplicate="keep"`` marks as records do not apply there.
-- ``mem0``: the mem0 adapter's ``add``: knowledge with ``infer=True`` (the
-  write path of extracted memories; one user message per statement), logged
-  turns with ``infer=False`` (role in metadata); outcome read from the store:
+- ``mem0``: the mem0 adapter's ``add`` with ``infer=False`` (the messages kept as
+  they are, role in metadata: records of what was said), so only ``record``
+  applies; knowledge goes through ``infer=True``, which stores what the extractor
+  makes of the messages (the rules extract none of these statements; a chat model
+  rewrites them), not the statements themselves. Outcome read from the store:
   whether the old memory is still live and the new one stored.
 - ``langgraph``: ``MemchenticStore.put`` of each statement under its own key:
   a key-addressed store where the caller decides what replaces what, so only
@@ -68,6 +70,7 @@ from tests.data.write_pairs import CATEGORIES, PAIRS, WritePair  # noqa: E402
 PATHS = ("add", "add_many", "http", "mcp", "mem0", "langgraph")
 #: Categories each path applies to (module docstring).
 APPLIES = {
+    "mem0": ("record",),
     "langgraph": ("additive", "distinct", "record"),
 }
 
@@ -195,14 +198,11 @@ def _mem0(mem: Memory, pairs: list[tuple[int, WritePair]]) -> dict[int, str]:
     adapter = Mem0(memory=mem)
     out = {}
     for i, p in pairs:
-        record = p.category == "record"
-        role = "user"
-        for which, text in (("old", p.old), ("new", p.new)):
+        before: list[str] = []
+        for text, options in ((p.old, p.old_options), (p.new, p.new_options)):
             before = [r.id for r in mem.list(user_id=_user(i), limit=100)]
-            options = p.old_options if which == "old" else p.new_options
-            if record:
-                role = str((options.get("metadata") or {}).get("role", "user"))
-            adapter.add([{"role": role, "content": text}], user_id=_user(i), infer=not record)
+            role = str((options.get("metadata") or {}).get("role", "user"))
+            adapter.add([{"role": role, "content": text}], user_id=_user(i), infer=False)
         out[i] = _by_state(mem, i, before)
     return out
 

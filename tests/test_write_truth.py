@@ -273,8 +273,12 @@ def test_no_supersession_across_speakers(mem: Memory) -> None:
     mine = mem.add("The port is 8082", metadata={"speaker": "Ann"}, user_id="v")
     assert reply.status == "added" and mem.get(said.id).superseded_by is None
     assert mine.status == "added" and mem.get(other.id).superseded_by is None
+    # issue 31: a write that names its speaker logs what was said, a record that is
+    # never refused nor superseding, even by the same speaker (it used to supersede)
     same = mem.add("The port is 8090", metadata={"role": "user"}, user_id="u")
-    assert (same.status, same.ids[1:]) == ("superseded", [said.id])
+    assert same.status == "added" and mem.get(said.id).superseded_by is None
+    fact = mem.add("The port is 8095", user_id="u")  # knowledge never replaces a turn
+    assert fact.status == "added" and mem.get(same.id).superseded_by is None
 
 
 @pytest.mark.parametrize(

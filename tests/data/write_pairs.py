@@ -16,7 +16,7 @@ second write must get with the default policy and the default local embedder:
 - ``duplicate`` -> ``refused``: the same statement (contractions, clause order,
   leading discourse fillers, case and punctuation);
 - ``record`` -> ``added``: a logged turn (``type="episodic"``,
-  ``on_duplicate="keep"``, or another speaker's role) is never refused nor
+  ``on_duplicate="keep"``, or a role in metadata) is never refused nor
   superseding, whatever it says.
 
 The sentences were written for this set, across personal life, team and
@@ -485,6 +485,7 @@ _RECORD_OPTIONS: tuple[tuple[dict[str, Any], dict[str, Any]], ...] = (
     ({"type": "episodic"}, {"type": "episodic"}),
     ({"on_duplicate": "keep"}, {"on_duplicate": "keep"}),
     ({"metadata": {"role": "user"}}, {"metadata": {"role": "assistant"}}),
+    ({"metadata": {"role": "user"}}, {"metadata": {"role": "user"}}),
     ({"type": "episodic", "on_duplicate": "keep", "metadata": {"role": "user"}},
      {"type": "episodic", "on_duplicate": "keep", "metadata": {"role": "user"}}),
 )  # fmt: skip

@@ -12,8 +12,8 @@ atomic step for every thread and process writing the store:
    policy, reinforces the stored one); an update or a contradiction supersedes the
    stored one (a ``supersedes`` edge, the old value in the new one's history).
    Records of what was said are never resolved: a write with
-   ``on_duplicate="keep"`` or of type ``episodic`` is inserted as it is, and no
-   entry supersedes or refuses against an episodic one, nor across speakers.
+   ``on_duplicate="keep"``, of type ``episodic`` or with a role or speaker in its
+   metadata is inserted as it is, and no entry supersedes or refuses against one.
 """
 
 from __future__ import annotations
@@ -178,9 +178,19 @@ def _resolve_window(
 
 
 def is_record_of_speech(ctx: WriteContext, record: MemoryRecord) -> bool:
-    """Whether the write logs what was said (``on_duplicate="keep"``, or an episodic
-    memory): inserted as it is, never refused or superseding."""
-    return ctx.on_duplicate == "keep" or record.type == EPISODIC
+    """Whether the write logs what was said (``on_duplicate="keep"``, an episodic
+    memory, or metadata that names its speaker: a ``role`` or ``speaker``, as
+    ``record_turn`` and mem0's ``infer=False`` write): inserted as it is, never
+    refused or superseding (issue 31)."""
+    return ctx.on_duplicate == "keep" or record.type == EPISODIC or names_speaker(record)
+
+
+def names_speaker(record: MemoryRecord) -> bool:
+    """Whether ``record``'s metadata names who said it (a non-empty role or speaker)."""
+    return any(
+        isinstance(record.metadata.get(k), str) and record.metadata[k].strip()
+        for k in SPEAKER_KEYS
+    )
 
 
 def _floor(ctx: WriteContext) -> float:
@@ -441,8 +451,8 @@ def comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
     """Whether ``new`` may be refused against, or supersede, ``old``: not a record of
     speech, valid at a time when ``new`` is, and said by the same speaker (role,
     speaker and agent, where both say)."""
-    if old.type == EPISODIC:
-        return False
+    if old.type == EPISODIC or names_speaker(old):
+        return False  # a logged turn: nothing refuses against it or supersedes it
     if old.valid_to is not None and new.valid_from is not None and old.valid_to <= new.valid_from:
         return False  # it held until the new one begins: both stay true in their time
     if old.agent_id and new.agent_id and old.agent_id != new.agent_id:
