@@ -5,6 +5,7 @@ what the question asks above one the first stage liked better."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -12,12 +13,14 @@ from hypothesis import strategies as st
 
 from memchentic import Memory, Settings
 from memchentic.record import MemoryRecord
-from memchentic.retrieval import profiles, rerank
+from memchentic.retrieval import pipeline, profiles, rerank
 from memchentic.retrieval.rerank import QueryCues, doc_text, query_cues
+from memchentic.store.base import MemoryFilter
 from memchentic.text import STOPWORDS
 
 from .conftest import TableEmbedder
 
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
 #: Content words (no stopwords), each its own folded form.
 WORD = st.text(alphabet="abcdefghijklmnop", min_size=3, max_size=7).filter(
     lambda w: w not in STOPWORDS and rerank.fold(w) == w
@@ -239,3 +242,32 @@ def test_the_stage_keeps_the_limit_and_leaves_other_profiles_alone(
     assert len(mem.search(QUESTION, user_id="u", limit=2)) == 2
     hybrid = mem.search(QUESTION, user_id="u", profile="hybrid", include_trace=True)
     assert not any(k.startswith("rerank_") for h in hybrid for k in h.trace)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_bounded_path_reorders_the_same_first_candidates_as_loading_every_one(
+    make_mem: Callable[..., Memory], seed: int
+) -> None:
+    """With the stage on, the bounded loading must score the first ``depth``
+    candidates exactly (not only the first ``limit``): the answer equals the one
+    the full path gives (a query router of boost 0 forces it, changing nothing)."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["river", "garden", "engine", "yoga", "coffee", "novel", "train", "piano"]
+    on = Settings(search_rerank=True, search_rerank_depth=30)
+    mem = make_mem(settings=on)
+    mem.add_many(
+        [{"content": f"{rng.choice(['', 'Ann: '])}note {i} on {' and '.join(rng.sample(words, 3))}",
+          "user_id": "u", "type": rng.choice(["semantic", "episodic"]),
+          "created_at": NOW - timedelta(days=rng.uniform(0, 400))} for i in range(150)],
+        on_duplicate="keep", permanent=True,
+    )  # fmt: skip
+    full = on.model_copy(update={"memory_selroute_enabled": True, "memory_selroute_boost": 0.0})
+    flt = MemoryFilter(namespaces=["user:u"], now=NOW)
+    for query in ("what did Ann say about the river and yoga?", "engine garden", "coffee"):
+        req = pipeline.SearchRequest(query, mem.embedder.embed(query), flt, 5, profiles.RRF, NOW)
+        bounded = pipeline.run(mem.store, req, on)
+        every = pipeline.run(mem.store, req, full)
+        assert [(c.memory.id, c.score) for c in bounded] == [(c.memory.id, c.score) for c in every]
+        assert all("rerank_coverage" in c.trace for c in bounded)

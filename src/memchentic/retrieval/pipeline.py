@@ -389,13 +389,12 @@ def _add_coverage(store: Store, query: str, candidates: list[Candidate]) -> None
 
 
 def _second_stage(
-    store: Store, req: SearchRequest, settings: Settings, ranked: list[Candidate], depth: int
+    req: SearchRequest, settings: Settings, ranked: list[Candidate], depth: int
 ) -> list[Candidate]:
     """The first ``depth`` of ``ranked`` (best first) reordered by the second
     stage's signals (``rerank.SIGNALS``); the rest after them, as they were."""
     head = ranked[:depth]
-    q = rerank.query_cues(req.query, rerank.idf_of(*store.term_stats(req.query)))
-    rerank.rescore(head, q, rerank.weights_of(settings))
+    rerank.rescore(head, rerank.query_cues(req.query), rerank.weights_of(settings))
     head.sort(key=lambda c: (-c.score, c.memory.id))
     return head + ranked[depth:]
 
@@ -441,7 +440,7 @@ def run(
         span.set_attribute("memchentic.candidates", len(candidates))
     if second and candidates:
         with tracing.span("memchentic.search.second_stage", {"memchentic.depth": depth}):
-            candidates = _second_stage(store, req, settings, candidates, depth)
+            candidates = _second_stage(req, settings, candidates, depth)
     if reranker is not None and settings.memory_reranker_enabled and candidates:
         head = candidates[: req.limit * settings.knn_overfetch_multiplier]
         with tracing.span("memchentic.search.rerank", {"memchentic.candidates": len(head)}):

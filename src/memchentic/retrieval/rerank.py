@@ -22,7 +22,9 @@ under its name (:data:`SIGNALS`):
   states that kind of thing, 0 when it does not or the question has no type.
 
 Words are compared after a light suffix folding (:func:`fold`), the same on
-both sides; the IDF comes from the store's own term statistics. Nothing here
+both sides; a query word weighs its IDF among the candidates the stage
+reorders (:func:`local_idf`): what tells them apart, read from nothing the
+caller may not see, and with no read of the store. Nothing here
 reads one data set's format: no speaker prefixes, no one date style.
 """
 
@@ -49,7 +51,7 @@ __all__ = [
     "entities",
     "factors",
     "fold",
-    "idf_of",
+    "local_idf",
     "phrase",
     "proximity",
     "query_cues",
@@ -140,7 +142,7 @@ class QueryCues:
 
     #: Folded content words of the query, in order, with repeats.
     terms: tuple[str, ...] = ()
-    #: Folded word -> its IDF in the store (words the store never saw: the largest).
+    #: Folded word -> its weight (IDF); empty: weighed among the candidates.
     weights: Mapping[str, float] = field(default_factory=dict)
     #: What the query names (see :func:`_entities`), folded.
     entities: frozenset[str] = frozenset()
@@ -148,12 +150,14 @@ class QueryCues:
     answer: str | None = None
 
 
-def query_cues(query: str, idf: Mapping[str, float]) -> QueryCues:
-    """The query's cues; ``idf``: each query word (lower-cased, as the keyword
-    index splits it) -> its IDF. A folded word takes the largest IDF of its
-    forms; a word absent from ``idf`` takes the largest IDF given (it is at
-    least as rare as any), or 1 when none is."""
+def query_cues(query: str, idf: Mapping[str, float] | None = None) -> QueryCues:
+    """The query's cues; ``idf``: each query word (lower-cased) -> its weight,
+    else none (:func:`rescore` weighs them among the candidates). A folded word
+    takes the largest weight of its forms; a word absent from ``idf`` takes the
+    largest given (it is at least as rare as any), or 1 when none is."""
     terms = tuple(_content(_TOKEN.findall(query)))
+    if idf is None:
+        return QueryCues(terms, {}, _entities(query), answer_kind(query))
     top = max(idf.values(), default=1.0)
     weights: dict[str, float] = {}
     for word, value in idf.items():
@@ -336,23 +340,20 @@ def weights_of(settings: object) -> dict[str, float]:
     return {name: float(getattr(settings, attr)) for name, (_, attr) in SIGNALS.items()}
 
 
-def idf_of(
-    pairs: Sequence[tuple[str, str]], freqs: Mapping[str, int], total: int
-) -> dict[str, float]:
-    """Each query word's IDF from the store's term statistics (``Store.term_stats``:
-    (word, index term) pairs, document frequencies, document count); a word the
-    index splits into several terms takes the largest."""
-    out: dict[str, float] = {}
-    for word, term in pairs:
-        value = idf(freqs.get(term, 0), max(total, 1))
-        out[word] = max(out.get(word, 0.0), value)
-    return out
+def local_idf(terms: Iterable[str], docs: Sequence[DocText]) -> dict[str, float]:
+    """Each query word's IDF among the candidates ``docs``: what tells them
+    apart. Read from what the caller may see only (a store-wide count would let
+    memories the caller cannot read move the scores), and with no read at all.
+    A word in no candidate gets the largest."""
+    present = [set(doc.terms) for doc in docs]
+    return {t: idf(sum(1 for have in present if t in have), max(len(docs), 1)) for t in set(terms)}
 
 
 def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float]) -> None:
     """The stage on the first candidates: each one's score times its factors,
     the factors and the first stage's score (``first_stage_score``) in its trace.
-    The caller sorts.
+    The caller sorts. Query words weigh their :func:`local_idf` among ``head``
+    unless ``q`` brings weights.
 
     The people who speak in the candidates are the speaker cue's business, not
     the entities signal's: a question naming one of two people in a chat is
@@ -363,6 +364,8 @@ def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float
         m = cand.memory
         text = " ".join(filter(None, (m.title, m.content)))
         docs.append(doc_text(text, speaker_of(m.content, m.metadata)))
+    if not q.weights:
+        q = replace(q, weights=local_idf(q.terms, docs))
     speakers = frozenset().union(*(doc.speaker for doc in docs))
     if q.entities & speakers:
         q = replace(q, entities=q.entities - speakers)
