@@ -44,13 +44,16 @@ MANY_VALUED = _words("""use uses using used like likes love loves enjoy enjoys h
     eats drink drinks wear wears sponsor sponsors partner partners cover covers contain contains
     show shows allow allows hold holds attend attends take takes buy buys subscribe subscribes
     played""")
-#: Words that make a relation hold one value at a time: an attribute or a verb with one
-#: current value (another value replaces it).
-SINGLE_VALUED = _words("""prefer prefers preferred preference favourite favorite default defaults
-    reply replies respond answer format address call called named name language editor lives live
-    living located based married manager boss lead owner head port version deadline price cost
-    costs rent salary age weight height timeout limit size capacity budget target dose dosage
-    goal bedtime gate terminal tariff premium fee phone number email""")
+#: Verbs of relations with one value at a time ("lives in", "prefers").
+SINGLE_VALUED_VERBS = _words("""prefer prefers preferred default defaults reply replies respond
+    answer format address call called named lives live living located based married cost costs""")
+#: Attributes with one value at a time ("manager is", "port", "deadline").
+SINGLE_VALUED_NOUNS = _words("""preference favourite favorite name language editor manager boss
+    lead owner head port version deadline price rent salary age weight height timeout limit size
+    capacity budget target dose dosage goal bedtime gate terminal tariff premium fee phone number
+    email address""")
+#: Words that make a relation hold one value at a time: a new value replaces the old.
+SINGLE_VALUED = SINGLE_VALUED_VERBS | SINGLE_VALUED_NOUNS
 #: Prepositions that make a verb hold one value: "works at", "studies at", "runs on".
 SINGLE_VALUED_PREPOSITIONS = {
     "work": _words("at for"),

@@ -49,6 +49,7 @@ from .relations import (
     MANY_VALUED,
     SINGLE_VALUED,
     SINGLE_VALUED_PREPOSITIONS,
+    SINGLE_VALUED_VERBS,
     UPDATE_MARKERS,
     strip_fillers,
 )
@@ -106,6 +107,7 @@ def _stems(words: frozenset[str]) -> frozenset[str]:
 SINGLE_VALUED = _stems(SINGLE_VALUED)
 #: Verbs of relations that hold many values at once (:mod:`.relations`).
 MANY_VALUED = _stems(MANY_VALUED)
+_VERBS = _stems(SINGLE_VALUED_VERBS) | MANY_VALUED
 _SINGLE_PREPOSITIONS = {stem(v): p for v, p in SINGLE_VALUED_PREPOSITIONS.items()}
 #: Verbs of a past event: two events with other values are both true.
 _PAST_IRREGULAR = _words("""went saw met bought ate took made got gave found told wrote ran flew
@@ -558,7 +560,7 @@ def _predicate_word(tok: Token, index: int, before: Sequence[Token]) -> bool:
     lower = tok.text.lower()
     if lower in _PREDICATE_WORDS or lower in _BE or tok.key in _CHANGE_VERBS:
         return True
-    if tok.key in SINGLE_VALUED or tok.key in MANY_VALUED:
+    if tok.key in _VERBS:
         return True
     if index > 0 and before[index - 1].text.lower() in _SUBJECT_PRONOUNS and not tok.value:
         return True
