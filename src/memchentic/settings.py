@@ -195,18 +195,18 @@ class Settings(BaseSettings):
     )
     search_rerank: bool = _env(
         "SEARCH_RERANK",
-        False,
+        True,
         "Second stage: reorder the first SEARCH_RERANK_DEPTH candidates by what their text says.",
     )
     search_rerank_depth: int = _env(
         "SEARCH_RERANK_DEPTH", 40, "Candidates the second stage reorders (at least limit).", ge=1
     )
     search_rerank_coverage_weight: float = _env(
-        "SEARCH_RERANK_COVERAGE_WEIGHT", 0.5,
+        "SEARCH_RERANK_COVERAGE_WEIGHT", 0.25,
         "rerank_coverage = 1 + this x the IDF-weighted share of the query's words present.", ge=0,
     )  # fmt: skip
     search_rerank_proximity_weight: float = _env(
-        "SEARCH_RERANK_PROXIMITY_WEIGHT", 0.25,
+        "SEARCH_RERANK_PROXIMITY_WEIGHT", 0.5,
         "rerank_proximity = 1 + this x the share of the query's words in one 8-word window.", ge=0,
     )  # fmt: skip
     search_rerank_phrase_weight: float = _env(
@@ -214,7 +214,7 @@ class Settings(BaseSettings):
         "rerank_phrase = 1 + this x the share of the query's word pairs found adjacent.", ge=0,
     )  # fmt: skip
     search_rerank_entity_weight: float = _env(
-        "SEARCH_RERANK_ENTITY_WEIGHT", 0.25,
+        "SEARCH_RERANK_ENTITY_WEIGHT", 0.0,
         "rerank_entities = 1 + this x the share of the query's names and numbers present.", ge=0,
     )  # fmt: skip
     search_rerank_answer_weight: float = _env(
