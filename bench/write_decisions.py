@@ -234,7 +234,7 @@ def store_location(backend: str, postgres_url: str | None) -> Iterator[Callable[
         if postgres_url is None:
             from memchentic.store.postgres_embedded import EmbeddedPostgres
 
-            server = EmbeddedPostgres(directory / "pg")
+            server = EmbeddedPostgres(directory)
             postgres_url = server.base_url
         url, run = postgres_url, f"{os.getpid()}_{int(time.time())}"
         # a schema per path and run (left on a server given by URL: drop bench_writes_*)

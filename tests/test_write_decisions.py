@@ -191,6 +191,21 @@ def test_every_stop_verb_supersedes_what_it_stops(cue: str) -> None:
     assert found.rule.startswith("negation:")
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The bank opens at 9.", "Lucas left the bank."),  # another subject
+        ("Berlin is the capital of Germany.", "I left Berlin."),  # one shared word
+        ("We use Jira for tickets.", "We stopped using Jira in 2019."),  # a new value
+        ("Sam likes jazz.", "Sam quit."),  # nothing stopped that was stored
+    ],
+)
+def test_a_stop_of_something_else_supersedes_nothing(old: str, new: str) -> None:
+    """Strong evidence only (issue 31): a stop supersedes the statement it stops,
+    not one that merely shares a word with it."""
+    assert judge(new, old, 0.75, T).relation is Relation.DISTINCT
+
+
 def test_stop_cues_are_declared_in_one_place() -> None:
     """The polarity rules and the decision read the same list (issue 31, item 4)."""
     from memchentic.write import polarity, relations

@@ -188,8 +188,7 @@ def is_record_of_speech(ctx: WriteContext, record: MemoryRecord) -> bool:
 def names_speaker(record: MemoryRecord) -> bool:
     """Whether ``record``'s metadata names who said it (a non-empty role or speaker)."""
     return any(
-        isinstance(record.metadata.get(k), str) and record.metadata[k].strip()
-        for k in SPEAKER_KEYS
+        isinstance(record.metadata.get(k), str) and record.metadata[k].strip() for k in SPEAKER_KEYS
     )
 
 

@@ -298,22 +298,23 @@ def _slug(word: str) -> str:
 
 
 # --- negations and stops ---------------------------------------------------------------
-def _rest(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+def _rest(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
     """(what ``text`` says besides its negation cues and update markers, the same after
-    its first cue only, the values of it): keys of content words and values."""
+    its first cue only, before it, the values of it): keys of content words and values."""
     spans = cue_spans(text)
     blanked = list(text)
     for start, end, _ in spans:
         blanked[start:end] = " " * (end - start)
     plain = "".join(blanked)
     after = plain[spans[0][1] :] if spans else ""
+    before = plain[: spans[0][0]] if spans else plain
     markers = frozenset(stem(m) for m in UPDATE_MARKERS if " " not in m) | {"more", "longer"}
 
     def keys(part: str) -> frozenset[str]:
         return frozenset(t.key for t in tokens(part) if not t.function and t.key not in markers)
 
     values = frozenset(t.key for t in tokens(plain) if t.value and not t.negation)
-    return keys(plain), keys(after), values
+    return keys(plain), keys(after), keys(before), values
 
 
 def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement:
@@ -325,9 +326,16 @@ def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judge
     spans = cue_spans(negated.text)
     cue = spans[0][2] if spans else "not"
     rule = f"negation:{_slug(cue)}"
-    n_all, n_after, n_values = _rest(negated.text)
-    p_all, _, p_values = _rest(positive.text)
-    if not n_values <= p_values or not n_all & p_all:
+    n_all, n_after, n_subject, n_values = _rest(negated.text)
+    p_all, _, _, p_values = _rest(positive.text)
+    if not n_values <= p_values or not n_all & p_all or not n_subject <= p_all:
+        # a new value, nothing shared, or another subject ("Lucas left the bank" does
+        # not stop "The bank opens at 9"; a pronoun subject is no word here)
+        return Judgement(Relation.DISTINCT, "distinct:negation-of-other")
+    pronouns = _pronouns(negated.text[: spans[0][0]] if spans else "")
+    if pronouns and not pronouns & _pronouns(positive.text) and len(n_all & p_all) < 2:
+        # "I left Berlin" does not stop "Berlin is the capital": a pronoun subject the
+        # stored statement does not share needs two shared words
         return Judgement(Relation.DISTINCT, "distinct:negation-of-other")
     extra = n_all - p_all
     if sa.negated:  # a stop or a negation of what was stored
@@ -343,6 +351,10 @@ def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judge
     ):
         return Judgement(Relation.CONTRADICTION, rule)
     return Judgement(Relation.DISTINCT, "distinct:negation-of-other")
+
+
+def _pronouns(text: str) -> frozenset[str]:
+    return frozenset(t.text.lower() for t in tokens(text)) & _SUBJECT_PRONOUNS
 
 
 #: A stop that names one word the stored statement did not ("We closed our account
