@@ -30,6 +30,7 @@ reads one data set's format: no speaker prefixes, no one date style.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
@@ -68,11 +69,13 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _CAPITAL = re.compile(r"^[A-Z][\w'-]*$")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def fold(word: str) -> str:
     """A lower-cased word with its common English inflection folded away
     (``groups`` -> ``group``, ``painted`` -> ``paint``, ``stories`` ->
     ``story``), so a question and a memory that use two forms of a word agree.
-    Short words are left as they are."""
+    Short words are left as they are. (Remembered: the stage folds every word
+    of its candidates at every search.)"""
     w = word.lower()
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
@@ -182,12 +185,11 @@ class DocText:
 
 
 def doc_text(text: str, speaker: str | None = None) -> DocText:
-    return DocText(
-        text,
-        tuple(_content(_TOKEN.findall(text))),
-        frozenset(fold(t) for t in _TOKEN.findall(text)),
-        frozenset(fold(t) for t in _TOKEN.findall(speaker or "")),
-    )
+    tokens = _TOKEN.findall(text)
+    folded = [fold(t) for t in tokens]
+    terms = tuple(f for t, f in zip(tokens, folded, strict=True) if t.lower() not in STOPWORDS)
+    named = frozenset(fold(t) for t in _TOKEN.findall(speaker or ""))
+    return DocText(text, terms, frozenset(folded), named)
 
 
 # --- signals ----------------------------------------------------------------------------
