@@ -440,7 +440,13 @@ def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
         return Judgement(Relation.DISTINCT, "event:dated" if dated else "event:past")
     if changed_to:
         return Judgement(Relation.UPDATE, f"update:{_slug(changed_to)}")
-    if change_verb:
+    if not old_changed:  # a value added, none replaced: a refinement of one value only
+        if _single_valued(frame, before):  # "lives in Paris" / "... Paris, Texas"
+            return Judgement(Relation.UPDATE, f"update:{_attribute(frame) or 'single-valued'}")
+        return Judgement(Relation.DISTINCT, "distinct:more-detail")
+    if not any(t.value for t in new_changed):  # a value dropped, none given instead
+        return Judgement(Relation.DISTINCT, "distinct:content-word")
+    if change_verb:  # "moved to Monday"
         return Judgement(Relation.UPDATE, "update:changed")
     names_only = all(
         _kind([t]) in ("name", "code") for t in (*old_changed, *new_changed) if t.value
