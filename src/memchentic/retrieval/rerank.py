@@ -184,12 +184,17 @@ class DocText:
     speaker: frozenset[str] = frozenset()
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _folded(word: str) -> tuple[str, bool]:
+    """A lower-cased word's fold, and whether it is a content word (no stopword)."""
+    return fold(word), word not in STOPWORDS
+
+
 def doc_text(text: str, speaker: str | None = None) -> DocText:
-    tokens = _TOKEN.findall(text)
-    folded = [fold(t) for t in tokens]
-    terms = tuple(f for t, f in zip(tokens, folded, strict=True) if t.lower() not in STOPWORDS)
+    pairs = [_folded(t) for t in _TOKEN.findall(text.lower())]
+    terms = tuple(f for f, content in pairs if content)
     named = frozenset(fold(t) for t in _TOKEN.findall(speaker or ""))
-    return DocText(text, terms, frozenset(folded), named)
+    return DocText(text, terms, frozenset(f for f, _ in pairs), named)
 
 
 # --- signals ----------------------------------------------------------------------------
