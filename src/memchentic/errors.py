@@ -12,7 +12,8 @@
     │   ├── NotAStoreError           the file is not a memchentic store
     │   ├── SchemaTooNewError        the store was written by a newer memchentic
     │   ├── StoreCorruptError        the store's file is damaged (names the file)
-    │   └── EmbedderMismatchError    the store was built with another embedder
+    │   ├── EmbedderMismatchError    the store was built with another embedder
+    │   └── StoreTimeoutError        a statement ran past its time budget (names the ``setting``)
     ├── EmbedderError                the embedder failed or is unavailable
     ├── AuthError                    the server refused the API key (HTTP 401)
     └── ServerError                  any other error answer of the HTTP API (``status``)
@@ -126,6 +127,26 @@ class EmbedderMismatchError(StoreError):
     """The store was built with another embedding model or dimension."""
 
     code = "embedder_mismatch"
+
+
+class StoreTimeoutError(StoreError):
+    """A store statement ran past its time budget (``STATEMENT_TIMEOUT_SECONDS``) and
+    was stopped; what it would have written is not kept, and the store goes on
+    serving. ``setting`` names the setting, ``limit`` its value in seconds. The HTTP
+    API answers 503 (``store_timeout``)."""
+
+    code = "store_timeout"
+
+    def __init__(self, limit: float, setting: str = "STATEMENT_TIMEOUT_SECONDS") -> None:
+        self.setting = setting
+        self.limit = limit
+        super().__init__(
+            f"the store stopped a statement that ran longer than {limit:g} s ({setting}); "
+            "ask for less (a narrower filter, a smaller page) or raise the setting"
+        )
+
+    def to_dict(self) -> dict[str, str]:
+        return {**super().to_dict(), "setting": self.setting, "limit": f"{self.limit:g}"}
 
 
 class EmbedderError(MemchenticError):

@@ -17,11 +17,22 @@ are equal, ``"1"`` and ``1`` are not, ``True`` is not ``1``; a range compares nu
 with numbers and strings (dates as ISO-8601 text, a ``datetime`` is written as UTC ISO
 text) with strings, and a value of another type never matches. :func:`parse` checks a
 filter and turns it into a tree every backend renders the same way; :func:`matches`
-is the reference meaning of that tree, which the backends' SQL must agree with.
+is the reference meaning of that tree, which the backends' SQL must agree with. A
+dotted key reaches into objects only: ``"a.0"`` is the key ``"0"`` of the object
+``a``, never the first item of a list ``a``.
+
+A filter's cost is bounded before any SQL runs (issue 32): at most
+:data:`MAX_CONDITIONS` conditions nested :data:`MAX_DEPTH` deep, lists of at most
+:data:`MAX_LIST` values, and at most ``FILTER_MAX_TERMS`` terms in all (a condition
+counts one, an ``in``/``nin`` list one per value). Operands are values every
+backend can hold: whole numbers within 64 bits, finite numbers, text without lone
+surrogates or NUL. A filter given as JSON text (:func:`loads`) is size- and
+depth-checked before it is parsed, so no parser recursion can blow up.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -30,7 +41,7 @@ from datetime import datetime
 from typing import Any, TypeAlias
 
 from .clock import as_utc, to_text
-from .errors import ValidationError
+from .errors import LimitError, ValidationError
 
 #: Operators a condition may use, and their meaning.
 OPERATORS: dict[str, str] = {
@@ -43,6 +54,16 @@ RANGES = frozenset({"gt", "gte", "lt", "lte"})
 MAX_CONDITIONS = 64
 MAX_DEPTH = 8
 MAX_LIST = 256
+#: Default of ``FILTER_MAX_TERMS``: terms of one filter, all levels together.
+MAX_TERMS = 1024
+#: Whole numbers an operand may be (what SQLite and PostgreSQL's bigint hold).
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+#: Longest filter given as JSON text (``GET /v1/memories?filters=``), and its deepest
+#: nesting: AND/OR take two levels each (``{"AND": [...]}``), a condition three.
+MAX_JSON_CHARS = 16_384
+MAX_JSON_DEPTH = 2 * MAX_DEPTH + 4
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}(?:\.[A-Za-z0-9_\-]{1,64}){0,7}$")
 
 Scalar: TypeAlias = str | int | float | bool | None
@@ -75,14 +96,71 @@ class Not:
 Node: TypeAlias = Condition | All | AnyOf | Not
 
 
-def parse(filters: Mapping[str, Any] | None, field: str = "filters") -> Node | None:
+def parse(
+    filters: Mapping[str, Any] | None, field: str = "filters", max_terms: int = MAX_TERMS
+) -> Node | None:
     """The checked tree of ``filters`` (None for no filter); a :class:`ValidationError`
-    naming ``field`` and the rule for anything else."""
+    naming ``field`` and the rule for anything else, a :class:`LimitError` naming
+    ``FILTER_MAX_TERMS`` for a filter of more than ``max_terms`` terms."""
     if filters is None:
         return None
     count = [0]
     node = _node(filters, field, 0, count)
+    terms = _terms(node)
+    if terms > max_terms:
+        raise _too_many(field, max_terms, terms)
     return node
+
+
+def _terms(node: Node) -> int:
+    """A condition counts one, an ``in``/``nin`` list one per value (what its SQL
+    costs per row); walked without recursion."""
+    total, todo = 0, [node]
+    while todo:
+        here = todo.pop()
+        if isinstance(here, Condition):
+            total += len(here.value) if here.op in ("in", "nin") else 1
+        elif isinstance(here, Not):
+            todo.append(here.part)
+        else:
+            todo.extend(here.parts)
+    return total
+
+
+def _too_many(field: str, limit: int, got: int) -> LimitError:
+    exc = LimitError(field, "FILTER_MAX_TERMS", limit, got)
+    exc.rule = (
+        f"at most {limit} terms in one filter (FILTER_MAX_TERMS; a condition counts one, "
+        f"an in/nin list one per value), got {got}"
+    )
+    exc.message = f"{field}: {exc.rule}"
+    exc.args = (exc.message,)
+    return exc
+
+
+def loads(text: str | None, field: str = "filters") -> dict[str, Any] | None:
+    """A filter given as JSON text (a query string's ``filters``), or None. Its length
+    and nesting are checked before it is parsed (a JSON parser recurses: 3,000
+    ``[`` would exhaust Python's stack); then :func:`parse` checks the rest."""
+    if text is None:
+        return None
+    if len(text) > MAX_JSON_CHARS:
+        raise ValidationError(field, f"must be at most {MAX_JSON_CHARS} characters of JSON")
+    depth = most = 0
+    for run in _NOT_BRACKET.split(_JSON_STRING.sub("", text)):
+        for bracket in run:
+            depth += 1 if bracket in "[{" else -1
+            if depth > most:
+                most = depth
+                if most > MAX_JSON_DEPTH:
+                    raise ValidationError(field, f"must be nested at most {MAX_JSON_DEPTH} deep")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValidationError(field, "must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValidationError(field, "must be a JSON object")
+    return value
 
 
 def _node(value: Any, where: str, depth: int, count: list[int]) -> Node:
@@ -94,7 +172,7 @@ def _node(value: Any, where: str, depth: int, count: list[int]) -> Node:
     for key, wanted in value.items():
         if not isinstance(key, str):
             raise ValidationError(where, "keys must be strings")
-        here = f"{where}.{key}"
+        here = f"{where}.{_label(key)}"
         if key in ("AND", "OR"):
             if not isinstance(wanted, Sequence) or isinstance(wanted, str) or not wanted:
                 raise ValidationError(here, "must be a non-empty list of filters")
@@ -111,6 +189,15 @@ def _node(value: Any, where: str, depth: int, count: list[int]) -> Node:
     return parts[0] if len(parts) == 1 else All(tuple(parts))
 
 
+def _label(key: Any) -> str:
+    """A caller's key as it may appear in an error's field: printable ASCII (a lone
+    surrogate could not even be sent back as JSON), at most 80 characters."""
+    text = str(key)
+    if not text.isascii() or not text.isprintable():
+        text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _conditions(path: tuple[str, ...], wanted: Any, where: str, count: list[int]) -> list[Node]:
     if isinstance(wanted, Mapping):
         if not wanted:
@@ -125,7 +212,7 @@ def _conditions(path: tuple[str, ...], wanted: Any, where: str, count: list[int]
             raise ValidationError(where, f"at most {MAX_CONDITIONS} conditions in one filter")
         if op not in OPERATORS:
             known = ", ".join(OPERATORS)
-            raise ValidationError(f"{where}.{op}", f"unknown operator; use one of {known}")
+            raise ValidationError(f"{where}.{_label(op)}", f"unknown operator; use one of {known}")
         out.append(Condition(path, op, _operand(op, value, f"{where}.{op}")))
     return out
 
@@ -153,13 +240,30 @@ def _operand(op: str, value: Any, where: str) -> Any:
 def _scalar(value: Any, where: str) -> Scalar:
     if isinstance(value, datetime):
         return to_text(as_utc(value, where))
-    if value is None or isinstance(value, str | bool | int):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return _text(value, where)
+    if isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:
+            raise ValidationError(where, "must be a whole number within 64 bits (-2**63..2**63-1)")
+        return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValidationError(where, "must be a finite number")
-        return value
+        return float(value)
     raise ValidationError(where, "must be a string, number, true/false or null")
+
+
+def _text(value: str, where: str) -> str:
+    """Text every backend can hold: valid Unicode (no lone surrogates), no NUL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(where, "must be valid Unicode text (no lone surrogates)") from None
+    if "\x00" in value:
+        raise ValidationError(where, "must not contain NUL characters")
+    return str(value)
 
 
 # --- the reference meaning ---------------------------------------------------------------

@@ -463,6 +463,23 @@ class Settings(BaseSettings):
         ge=1,
         le=200,
     )
+    filter_max_terms: int = _env(
+        "FILTER_MAX_TERMS",
+        1024,
+        "Terms one metadata filter may hold, all levels together: a condition counts one, "
+        "an in/nin list one per value (each list at most 256, at most 64 conditions).",
+        ge=1,
+        le=64 * 256,
+    )
+    statement_timeout_seconds: float = _env(
+        "STATEMENT_TIMEOUT_SECONDS",
+        10.0,
+        "Time budget of each store statement a call runs (SQLite: a progress handler; "
+        "PostgreSQL: statement_timeout); past it the statement is stopped with "
+        "StoreTimeoutError. Maintenance (migrations, check, index builds, backups) has "
+        "none. 0 = no budget.",
+        ge=0,
+    )
     slot_history_max_entries: int = _env(
         "SLOT_HISTORY_MAX_ENTRIES",
         20,

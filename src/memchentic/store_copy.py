@@ -124,7 +124,15 @@ def _check_embedders(source: Store, target: Store) -> None:
 def migrate(
     source: Store, target: Store, *, batch: int = 500, progress: Progress | None = None
 ) -> MigrationReport:
-    """Copy everything in ``source`` that ``target`` lacks; verify; report."""
+    """Copy everything in ``source`` that ``target`` lacks; verify; report. A bulk
+    copy: no statement budget on either store."""
+    with source.unbudgeted(), target.unbudgeted():
+        return _migrate(source, target, batch=batch, progress=progress)
+
+
+def _migrate(
+    source: Store, target: Store, *, batch: int, progress: Progress | None
+) -> MigrationReport:
     _check_embedders(source, target)
     report = MigrationReport()
     have = _keys(target, batch)

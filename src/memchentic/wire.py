@@ -23,6 +23,7 @@ from .errors import (
     NotFoundError,
     ServerError,
     StoreError,
+    StoreTimeoutError,
     ValidationError,
 )
 from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
@@ -138,6 +139,8 @@ def error(status: int, payload: Any) -> MemchenticError:
     exc: MemchenticError
     if code == "limit_exceeded":
         exc = _limit(info, message)
+    elif code == "store_timeout":
+        exc = _timeout(info, message)
     elif code in ("invalid", "invalid_namespace"):
         cls = NamespaceError if code == "invalid_namespace" else ValidationError
         field = str(info.get("field", ""))
@@ -150,6 +153,17 @@ def error(status: int, payload: Any) -> MemchenticError:
         exc = _SIMPLE[code](message)
     else:
         exc = ServerError(message, code=code, status=status)
+    return exc
+
+
+def _timeout(info: dict[str, Any], message: str) -> StoreTimeoutError:
+    try:
+        limit = float(info.get("limit", 0))
+    except (TypeError, ValueError):
+        limit = 0.0
+    exc = StoreTimeoutError(limit, str(info.get("setting") or "STATEMENT_TIMEOUT_SECONDS"))
+    exc.message = message
+    exc.args = (message,)
     return exc
 
 

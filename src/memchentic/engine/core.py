@@ -208,7 +208,7 @@ class Core:
             # item 11; delete_all narrows further, to the agent's own)
             fields["agent_id"] = check_identifier("agent_id", agent_id)
         fields.setdefault("isolated", not self.principal.trusted)
-        fields["metadata"] = parse_filters(filters)
+        fields["metadata"] = parse_filters(filters, max_terms=self.settings.filter_max_terms)
         return MemoryFilter(namespaces=namespaces, now=now, **fields)
 
     def _visible(self, memory_id: str) -> MemoryRecord:

@@ -55,14 +55,18 @@ class Upkeep(GraphOps, Sessions):
         flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
         return self.store.stats(flt).to_dict()
 
+    # Whole-store jobs are maintenance: no statement budget (STATEMENT_TIMEOUT_SECONDS).
     def gc(self, *, now: datetime | str | None = None, dry_run: bool = False) -> dict[str, Any]:
-        return _gc(self, self._now(now), dry_run=dry_run)
+        with self.store.unbudgeted():
+            return _gc(self, self._now(now), dry_run=dry_run)
 
     def export(self, target: Any, **kwargs: Any) -> int:
-        return export_jsonl(self, target, **kwargs)
+        with self.store.unbudgeted():
+            return export_jsonl(self, target, **kwargs)
 
     def import_(self, source: Any, **kwargs: Any) -> ImportReport:
-        return import_jsonl(self, source, **kwargs)
+        with self.store.unbudgeted():
+            return import_jsonl(self, source, **kwargs)
 
     def reset(self) -> int:
         """Empty the store of memories: every memory with its vector, edges, entities
@@ -86,7 +90,8 @@ class Upkeep(GraphOps, Sessions):
         """Re-embed every memory of the store (trusted local principal only)."""
         if not self.principal.trusted:
             raise ValidationError("principal", "only the trusted local principal can reindex")
-        return _reindex(self, **kwargs)
+        with self.store.unbudgeted():
+            return _reindex(self, **kwargs)
 
 
 #: The options :meth:`Memory.add` knows (an unknown one is a ValidationError

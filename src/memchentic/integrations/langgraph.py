@@ -85,6 +85,8 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {
     "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le,
 }  # fmt: skip
 _OPERATORS = frozenset({"$eq", "$ne", *_ORDER})
+#: Levels of metadata around an item's value (``{"langgraph": {"value": ...}}``).
+_WRAPPING = 2
 
 Namespace = tuple[str, ...]
 
@@ -133,8 +135,11 @@ class MemchenticStore(BaseStore):
         go to memchentic as one ``add_many`` (one embedding batch); of several puts of
         one (namespace, key) there, the last wins."""
         todo = list(ops)
+        settings = self.memory.settings
+        # a value is kept two levels down in the memory's metadata (langgraph.value)
+        nesting = (settings.max_metadata_depth - _WRAPPING, settings.max_metadata_bytes)
         for op in todo:
-            _check(op)
+            _check(op, nesting)
         results: list[Result] = [None] * len(todo)
         puts: dict[tuple[Namespace, str], PutOp] = {}
         for i, op in enumerate(todo):
@@ -418,11 +423,17 @@ def _fits(condition: MatchCondition, namespace: Namespace) -> bool:
 
 
 # --- checks --------------------------------------------------------------------------
-def _check(op: Any) -> None:
-    """Refuse a malformed op before anything runs, naming its field."""
+def _check(op: Any, nesting: tuple[int, int]) -> None:
+    """Refuse a malformed op before anything runs, naming its field. ``nesting``: how
+    deep (and how large) a value or a filter may be, checked before anything
+    recursive walks it (a value 3,000 deep would exhaust Python's stack)."""
     if not isinstance(op, _OPERATIONS):
         raise ValidationError("op", f"must be GetOp, PutOp, SearchOp or ListNamespacesOp, "
                                     f"got {type(op).__name__}")  # fmt: skip
+    if isinstance(op, SearchOp) and isinstance(op.filter, Mapping):
+        _within(op.filter, "filter", *nesting)
+    if isinstance(op, PutOp) and isinstance(op.value, Mapping):
+        _within(op.value, "value", *nesting)
     if isinstance(op, GetOp | PutOp):
         _check_namespace(op.namespace, "namespace")
         if not isinstance(op.key, str) or not op.key:
@@ -441,6 +452,26 @@ def _check(op: Any) -> None:
     validate_op_namespace(op)
     if isinstance(op, PutOp):
         _check_put(op)
+
+
+def _within(value: Mapping[str, Any], field: str, depth_limit: int, size_limit: int) -> None:
+    """Refuse dicts and lists nested deeper than ``depth_limit`` or holding more than
+    ``size_limit`` values, walked without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > depth_limit:
+            raise ValidationError(
+                field, f"must be nested at most {depth_limit} deep (MAX_METADATA_DEPTH less "
+                       f"the {_WRAPPING} levels that hold an item)",
+            )  # fmt: skip
+        for child in node.values() if isinstance(node, Mapping) else node:
+            seen += 1
+            if seen > size_limit:
+                raise ValidationError(field, f"must be at most {size_limit} bytes")
+            if isinstance(child, Mapping | list | tuple):
+                stack.append((child, depth + 1))
 
 
 def _check_put(op: PutOp) -> None:

@@ -5,6 +5,11 @@ Library errors keep their :attr:`~memchentic.errors.MemchenticError.code` and
 message, so a memory the caller may not see answers exactly like a missing one
 (404, ``not_found``, the library's message). Bad input is a 422 naming the field;
 an unexpected fault is a 500 with no detail (the traceback goes to the log only).
+A store failure keeps its code (503) but not its message, which may quote our SQL,
+a file path or the driver's words: the caller gets :data:`STORE_FAILED`, the log
+the detail (:func:`caller_message`, used by the MCP server and the console too).
+A statement stopped by its time budget is a 503 ``store_timeout`` naming
+``STATEMENT_TIMEOUT_SECONDS``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from ..errors import (
     MemchenticError,
     NotFoundError,
     StoreError,
+    StoreTimeoutError,
     ValidationError,
 )
 
@@ -37,6 +43,7 @@ STATUS: tuple[tuple[type[MemchenticError], int], ...] = (
     (ForbiddenError, 403),
     (LimitError, 413),  # more work than a setting allows
     (ValidationError, 422),
+    (StoreTimeoutError, 503),  # a statement ran past STATEMENT_TIMEOUT_SECONDS
     (StoreError, 503),
     (EmbedderError, 502),
 )
@@ -61,6 +68,20 @@ class ApiError(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+
+#: What a remote caller is told of a store failure (the detail goes to the log).
+STORE_FAILED = "the store failed; the server's log has the details"
+
+
+def caller_message(exc: MemchenticError) -> str:
+    """The message a remote caller (HTTP, MCP, the console) gets for ``exc``: the
+    library's own, except for a store failure, whose message may quote SQL, a file
+    path or the driver's words; that detail is logged here instead."""
+    if isinstance(exc, StoreError) and not isinstance(exc, StoreTimeoutError):
+        log.error("store failure (%s): %s", exc.code, exc.message, exc_info=exc)
+        return STORE_FAILED
+    return exc.message
 
 
 def admin_required() -> ApiError:
@@ -88,6 +109,7 @@ def status_of(exc: MemchenticError) -> int:
 async def _library(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemchenticError)
     payload = exc.to_dict()
+    payload["message"] = caller_message(exc)
     if isinstance(exc, NotFoundError | ForbiddenError):
         payload["id"] = exc.memory_id  # the id the caller sent: nothing new to them
     status = status_of(exc)

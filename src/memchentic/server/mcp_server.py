@@ -20,6 +20,7 @@ from pydantic import Field
 from ..errors import MemchenticError
 from ..memory import Memory
 from ..record import MemoryRecord, SearchHit, WriteResult
+from .errors import caller_message
 
 INSTRUCTIONS = """\
 Long-term memory that outlives this conversation. Before answering anything that may
@@ -105,7 +106,7 @@ forget."""
 
 
 def _fail(exc: MemchenticError) -> ToolError:
-    return ToolError(f"{exc.code}: {exc}")
+    return ToolError(f"{exc.code}: {caller_message(exc)}")
 
 
 def _write(result: WriteResult) -> dict[str, Any]:

@@ -5,13 +5,12 @@ ISO 8601 text, UTC when no offset is given."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ValidationError
+from .. import metadata_filter
 from ..record import MemoryRecord, WriteResult
 from ..reports import Answer
 
@@ -379,13 +378,6 @@ def options(model: BaseModel, *, keep_nulls: bool = False) -> dict[str, Any]:
 
 
 def json_filters(text: str | None) -> dict[str, Any] | None:
-    """A metadata filter given as JSON in a query string; bad JSON names ``filters``."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise ValidationError("filters", "must be a JSON object") from None
-    if not isinstance(value, dict):
-        raise ValidationError("filters", "must be a JSON object")
-    return value
+    """A metadata filter given as JSON in a query string; bad JSON names ``filters``
+    (size and nesting checked before parsing: :func:`memchentic.metadata_filter.loads`)."""
+    return metadata_filter.loads(text, "filters")

@@ -28,7 +28,9 @@ def open_store(location: str, settings: Settings) -> Store:
             raise ValidationError(
                 "store", "PostgreSQL needs the [postgres] extra: pip install 'memchentic[postgres]'"
             ) from exc
-        return PostgresStore(location, **budgets)
+        return PostgresStore(
+            location, statement_timeout=settings.statement_timeout_seconds, **budgets
+        )
     if "://" in location and not location.startswith("sqlite://"):
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
     if location == ":memory:":
@@ -36,7 +38,12 @@ def open_store(location: str, settings: Settings) -> Store:
     path = location.removeprefix("sqlite://")
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(path, secure_delete=settings.secure_delete, **budgets)
+    return SQLiteStore(
+        path,
+        secure_delete=settings.secure_delete,
+        statement_timeout=settings.statement_timeout_seconds,
+        **budgets,
+    )
 
 
 __all__ = ["MemoryFilter", "Store", "StoreStats", "open_store"]

@@ -519,6 +519,13 @@ class Store(ABC):
             return generic_check(self).to_dict()
 
     @contextmanager
+    def unbudgeted(self) -> Iterator[None]:
+        """This thread's statements inside the block run without the time budget
+        (``STATEMENT_TIMEOUT_SECONDS``): for maintenance (gc, reindex, imports,
+        copies). This default does nothing; both backends override it."""
+        yield
+
+    @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads of this thread inside the block see one committed state of the
         store (for consistent exports and checks); no writes inside the block.

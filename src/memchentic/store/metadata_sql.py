@@ -2,11 +2,19 @@
 
 The tree is walked once (:func:`render`); each engine spells one condition on one
 key: SQLite reads the JSON text with ``json_type``/``json_extract``/``json_each``,
-PostgreSQL the ``jsonb`` column with ``#>``, ``jsonb_typeof`` and containment
+PostgreSQL the ``jsonb`` column with ``->``, ``jsonb_typeof`` and containment
 (``@>``, which the GIN index on ``metadata`` serves). Every condition is a boolean
 that is never NULL, so ``NOT``, ``ne`` and ``nin`` keep their reference meaning
-(a missing key is not equal). ``tests/test_filters_and_scopes.py`` holds both
-engines against :func:`memchentic.metadata_filter.matches`.
+(a missing key is not equal). ``tests/test_filters_and_scopes.py`` and
+``tests/test_filter_hardening.py`` hold both engines against
+:func:`memchentic.metadata_filter.matches`.
+
+A path reaches into objects only, as the reference does: SQLite's ``$."a"."0"`` is
+a key of an object, and PostgreSQL steps with ``-> 'key'`` (never ``#>``, which
+would take ``0`` as an index into a list). An ``in``/``nin`` list costs one
+statement parameter and one lookup per row whatever its length (SQLite:
+``IN (SELECT value FROM json_each(?))``, PostgreSQL: ``= ANY(?::jsonb[])``), not
+one OR'ed comparison per value.
 """
 
 from __future__ import annotations
@@ -69,6 +77,32 @@ class Spelling(ABC):
     @abstractmethod
     def compare(self, sign: str, bound: Any) -> Rendered: ...
 
+    @abstractmethod
+    def equal_any(self, values: list[Any]) -> Rendered:
+        """Equal to one of ``values`` (two or more, of one kind: numbers or strings)."""
+
+    def one_of(self, values: tuple[Any, ...]) -> Rendered:
+        """Equal to one of ``values``: null and true/false each by their own test, the
+        numbers and the strings each as one :meth:`equal_any` (a lookup per row)."""
+        parts: list[Rendered] = []
+        by_kind: dict[str, list[Any]] = {"number": [], "string": []}
+        flags: list[Any] = []
+        for value in values:
+            kind = _kind(value)
+            if kind in by_kind:
+                if not any(_same_value(value, seen) for seen in by_kind[kind]):
+                    by_kind[kind].append(value)
+            elif not any(value is seen for seen in flags):
+                flags.append(value)  # None, True, False
+        parts.extend(self.equal(v) for v in flags)
+        for same_kind in by_kind.values():
+            if len(same_kind) == 1:
+                parts.append(self.equal(same_kind[0]))
+            elif same_kind:
+                parts.append(self.equal_any(same_kind))
+        text = parts[0][0] if len(parts) == 1 else "(" + " OR ".join(t for t, _ in parts) + ")"
+        return text, [v for _, ps in parts for v in ps]
+
     def condition(self, op: str, want: Any) -> Rendered:
         if op == "exists":
             return self.exists(want)
@@ -76,10 +110,13 @@ class Spelling(ABC):
             return self.contains(want)
         if op in _SIGNS:
             return self.compare(_SIGNS[op], want)
-        parts = [self.equal(v) for v in (want if op in ("in", "nin") else (want,))]
-        text = parts[0][0] if len(parts) == 1 else "(" + " OR ".join(t for t, _ in parts) + ")"
-        params = [v for _, ps in parts for v in ps]
+        text, params = self.one_of(want) if op in ("in", "nin") else self.equal(want)
         return (f"NOT {text}" if op in ("ne", "nin") else text), params
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Two values of one kind (numbers, or strings) that compare equal (1 and 1.0)."""
+    return bool(a == b)
 
 
 # --- SQLite ------------------------------------------------------------------------------
@@ -126,6 +163,15 @@ class SQLiteSpelling(Spelling):
             [self._path, self._path, bound],
         )
 
+    def equal_any(self, values: list[Any]) -> Rendered:
+        # an uncorrelated subquery: SQLite reads the list once into an index
+        types = _SQLITE_TYPES[_kind(values[0])]
+        return (
+            f"(COALESCE(json_type({self.doc}, ?), '') IN {types} AND "
+            f"json_extract({self.doc}, ?) IN (SELECT value FROM json_each(?)))",
+            [self._path, self._path, json.dumps(values)],
+        )
+
 
 def sqlite_condition(alias: str, cond: Condition) -> Rendered:
     """One condition on SQLite's JSON text."""
@@ -134,12 +180,18 @@ def sqlite_condition(alias: str, cond: Condition) -> Rendered:
 
 # --- PostgreSQL ----------------------------------------------------------------------------
 class PostgresSpelling(Spelling):
-    """PostgreSQL's ``jsonb``: ``#>`` (NULL for a missing key), ``jsonb_typeof``, and
+    """PostgreSQL's ``jsonb``: ``-> 'key'`` step by step (NULL for a missing key, and
+    for a key asked of a list: ``#>`` would index the list), ``jsonb_typeof``, and
     containment (``@>``), which narrows through the GIN index before the typed check."""
 
     @property
     def _value(self) -> str:
-        return f"({self.doc} #> ?::text[])"
+        return "(" + self.doc + " -> ?::text" * len(self.path) + ")"
+
+    @property
+    def _steps(self) -> list[str]:
+        """The parameters of one :attr:`_value`."""
+        return list(self.path)
 
     def _containing(self, leaf: Any) -> str:
         """``{"a": {"b": leaf}}`` for ``metadata @> ...``."""
@@ -152,29 +204,45 @@ class PostgresSpelling(Spelling):
         # jsonb equality is the meaning: numbers by value, true is not 1
         return (
             f"({self.doc} @> ?::jsonb AND COALESCE({self._value} = ?::jsonb, false))",
-            [self._containing(value), list(self.path), json.dumps(value)],
+            [self._containing(value), *self._steps, json.dumps(value)],
         )
 
+    def equal_any(self, values: list[Any]) -> Rendered:
+        return self._any(values)
+
+    def one_of(self, values: tuple[Any, ...]) -> Rendered:
+        # jsonb equality tells null, true/false, numbers and strings apart itself
+        return self._any(list(values)) if len(values) > 1 else self.equal(values[0])
+
+    def _any(self, values: list[Any]) -> Rendered:
+        # @> ANY: the GIN index serves it (a bitmap scan per value)
+        return (
+            f"({self.doc} @> ANY(?::jsonb[]) AND "
+            f"COALESCE({self._value} = ANY(?::jsonb[]), false))",
+            [[self._containing(v) for v in values], *self._steps,
+             [json.dumps(v) for v in values]],
+        )  # fmt: skip
+
     def exists(self, present: bool) -> Rendered:
-        return f"{self._value} IS {'NOT ' if present else ''}NULL", [list(self.path)]
+        return f"{self._value} IS {'NOT ' if present else ''}NULL", self._steps
 
     def contains(self, value: Any) -> Rendered:
-        path = list(self.path)
+        steps = self._steps
         return (
             f"({self.doc} @> ?::jsonb AND COALESCE(jsonb_typeof({self._value}), '') = 'array' "
             f"AND {self._value} @> ?::jsonb)",
-            [self._containing([value]), path, path, json.dumps([value])],
+            [self._containing([value]), *steps, *steps, json.dumps([value])],
         )
 
     def compare(self, sign: str, bound: Any) -> Rendered:
-        path = list(self.path)
+        steps = self._steps
         if _kind(bound) == "number":
             kind, text = "number", f"({self._value} #>> '{{}}')::numeric"
         else:  # code-point order, as SQLite and Python compare strings
             kind, text = "string", f"({self._value} #>> '{{}}') COLLATE \"C\""
         return (
             f"(COALESCE(jsonb_typeof({self._value}), '') = '{kind}' AND {text} {sign} ?)",
-            [path, path, bound],
+            [*steps, *steps, bound],
         )
 
 

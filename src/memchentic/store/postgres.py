@@ -61,6 +61,7 @@ class PostgresStore(
         exact_vector_rows: int = 20000,
         title_weight: float = 3.0,
         isolated_scan_rows: int = 500,
+        statement_timeout: float = 0.0,
     ) -> None:
         self.isolated_scan_rows = isolated_scan_rows
         self.common_term_docs = common_term_docs
@@ -68,7 +69,7 @@ class PostgresStore(
         self.exact_vector_rows = exact_vector_rows
         self.title_weight = title_weight
         self._stem_cache = {}
-        location = open_location(url)
+        location = open_location(url, statement_timeout)
         self.location = location.display
         self._connect(location)
 

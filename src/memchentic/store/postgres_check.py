@@ -28,8 +28,9 @@ class PostgresCheck(PgConnections):
 
     def check(self) -> dict[str, Any]:
         """Every check of :mod:`memchentic.store.integrity` but ``vector_log`` (the
-        server's index needs no change log); see :meth:`Store.check`."""
-        with self.snapshot():
+        server's index needs no change log); see :meth:`Store.check`. Maintenance:
+        its statements run without the time budget."""
+        with self.unbudgeted(), self.snapshot():
             report = generic_check(self, "postgres")  # type: ignore[arg-type]
             self._check_schema(report)
             report.record(

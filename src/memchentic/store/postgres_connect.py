@@ -12,12 +12,20 @@ thread and process are serialised (as ``BEGIN IMMEDIATE`` does for SQLite);
 nested ``write()`` calls of that thread join the open transaction. Reads outside
 a write take any pooled connection (autocommit: each statement sees the latest
 committed state).
+
+Time budget: every pooled connection starts with ``statement_timeout`` set to
+``STATEMENT_TIMEOUT_SECONDS`` (the migrations run on a connection of their own,
+without it); a statement past it is cancelled by the server and raises
+:class:`~memchentic.errors.StoreTimeoutError`. Waiting for the store's write lock
+counts. Inside :meth:`PgConnections.unbudgeted` (maintenance: checks, index builds)
+this thread's statements run without a budget.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import struct
 import threading
@@ -37,7 +45,7 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
-from ..errors import NotAStoreError, StoreError, ValidationError
+from ..errors import NotAStoreError, StoreError, StoreTimeoutError, ValidationError
 from .migrations.postgres import TS_CONFIG, migrate
 
 APP_ID = "memchentic"
@@ -116,6 +124,8 @@ class PgLocation:
     vector_oid: int
     #: pgvector 0.8+: filtered HNSW scans continue until enough rows pass.
     iterative_scan: bool
+    #: Seconds each statement of a pooled connection may run (0: no budget).
+    statement_timeout: float = 0.0
 
     @property
     def ts_config(self) -> str:
@@ -195,8 +205,15 @@ def _check_is_store(conn: psycopg.Connection[Any], schema: str, display: str) ->
             raise NotAStoreError(f"{display} is not a memchentic store")
 
 
-def open_location(url: str) -> PgLocation:
-    """Connect once: ensure pgvector, the schema and the migrations; learn the rest."""
+def budget_ms(seconds: float) -> int:
+    """``statement_timeout`` in milliseconds for a budget in seconds (0: none; a
+    positive budget is at least 1 ms: 0 would mean none)."""
+    return 0 if seconds <= 0 else max(1, math.ceil(seconds * 1000))
+
+
+def open_location(url: str, statement_timeout: float = 0.0) -> PgLocation:
+    """Connect once: ensure pgvector, the schema and the migrations; learn the rest.
+    ``statement_timeout``: the budget (seconds) of each statement on the pool."""
     libpq, schema, pool_max, display = _split_url(url)
     try:
         conn = psycopg.connect(libpq, autocommit=True, connect_timeout=30)
@@ -247,25 +264,35 @@ def open_location(url: str) -> PgLocation:
     ]
     if iterative:
         settings.append("hnsw.iterative_scan=relaxed_order")
+    if statement_timeout > 0:
+        settings.append(f"statement_timeout={budget_ms(statement_timeout)}")
     options = str(conninfo_to_dict(libpq).get("options") or "")
     conninfo = make_conninfo(
         libpq,
         options=" ".join([options, *(f"-c {s}" for s in settings)]).strip(),
         application_name="memchentic",
     )
-    return PgLocation(display, conninfo, schema, pool_max, info.oid, iterative)
+    return PgLocation(
+        display, conninfo, schema, pool_max, info.oid, iterative, float(statement_timeout)
+    )
 
 
 @contextmanager
-def refused_values() -> Iterator[None]:
+def refused_values(budget: float = 0.0) -> Iterator[None]:
     """The last line of defence for values PostgreSQL cannot take (text with a NUL,
     a number out of range): a :class:`ValidationError`, never ``psycopg.DataError``.
-    The input checks (``validation``) refuse such values first, on every backend."""
+    The input checks (``validation``) refuse such values first, on every backend.
+    A statement cancelled by ``statement_timeout`` (``budget`` seconds) is a
+    :class:`StoreTimeoutError`."""
     try:
         yield
     except psycopg.DataError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValidationError("value", f"the store cannot hold this value ({reason})") from exc
+    except pg_errors.QueryCanceled as exc:
+        if budget <= 0:
+            raise
+        raise StoreTimeoutError(budget) from exc
 
 
 class PgConnections:
@@ -279,6 +306,8 @@ class PgConnections:
 
     def _connect(self, location: PgLocation) -> None:
         self._pg = location
+        #: Seconds each statement may run (0: no budget).
+        self.statement_timeout = location.statement_timeout
         self._local = threading.local()
         self._closed = False
         self._write_key = lock_key(APP_ID, location.schema, "write")
@@ -310,17 +339,49 @@ class PgConnections:
         self._pool.close(timeout=5.0)
 
     @contextmanager
+    def unbudgeted(self) -> Iterator[None]:
+        """This thread's statements in the block run without a time budget
+        (maintenance: checks, index builds)."""
+        self._local.exempt = getattr(self._local, "exempt", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.exempt -= 1
+
+    def _exempt(self) -> bool:
+        return self.statement_timeout > 0 and getattr(self._local, "exempt", 0) > 0
+
+    def _lift_in_transaction(self, conn: psycopg.Connection[Any]) -> None:
+        """No budget for the rest of this thread's open transaction."""
+        if not getattr(self._local, "tx_unbudgeted", False):
+            conn.execute("SET LOCAL statement_timeout = 0")
+            self._local.tx_unbudgeted = True
+
+    @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """This thread's write transaction's connection, else a pooled one."""
         tx = getattr(self._local, "tx", None)
+        budget = self.statement_timeout
         if tx is not None:
-            with refused_values():
+            with refused_values(budget):
+                if self._exempt():
+                    self._lift_in_transaction(tx)
                 yield tx
             return
         if self._closed:
             raise StoreError("the store is closed")
-        with self._pool.connection() as conn, refused_values():
-            yield conn
+        with self._pool.connection() as conn, refused_values(budget):
+            if not self._exempt():
+                yield conn
+                return
+            conn.execute("SET statement_timeout = 0")
+            try:
+                yield conn
+            finally:
+                try:  # back to the session's budget before the pool lends it again
+                    conn.execute("RESET statement_timeout")
+                except psycopg.Error:
+                    conn.close()  # the pool drops a closed connection
 
     def concurrent_reads(self) -> bool:
         """Yes outside this thread's transaction or snapshot (inside one, another
@@ -338,11 +399,16 @@ class PgConnections:
             raise StoreError("the store is closed")
         with self._pool.connection() as conn:
             self._local.tx = conn
+            self._local.tx_unbudgeted = False
             try:
                 with conn.transaction():
+                    if self._exempt():
+                        with refused_values(self.statement_timeout):
+                            self._lift_in_transaction(conn)
                     yield conn
             finally:
                 self._local.tx = None
+                self._local.tx_unbudgeted = False
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -351,11 +417,13 @@ class PgConnections:
             if conn is None:  # nested: join the open one
                 yield
                 return
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
+            with refused_values(self.statement_timeout):  # waiting for the lock counts
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._write_key,))
             self._local.rows_changed = False
             yield
             if self._local.rows_changed:  # fold in their keyword statistics
-                conn.execute("SELECT memchentic_flush_terms()")
+                with refused_values(self.statement_timeout):
+                    conn.execute("SELECT memchentic_flush_terms()")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -395,13 +463,13 @@ class PgConnections:
         For small writes whose result nobody reads (events, turns, recall counts)."""
         tx = getattr(self._local, "tx", None)
         if tx is not None:
-            with refused_values(), tx.cursor() as cur:
+            with refused_values(self.statement_timeout), tx.cursor() as cur:
                 cur.executemany(sql, rows)
             return
         if self._closed:
             raise StoreError("the store is closed")
         with (
-            refused_values(),
+            refused_values(self.statement_timeout),
             self._pool.connection() as conn,
             conn.pipeline(),
             conn.transaction(),

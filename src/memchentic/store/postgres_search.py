@@ -108,7 +108,8 @@ class PostgresSearch(SearchBudgets, PgConnections):
     def _ensure_vector_index(self, dimension: int) -> None:
         """An HNSW index for vectors of ``dimension`` (replacing one of another)."""
         self._state_cache = None
-        with self.write(), self.connection() as conn:
+        # maintenance: building the index over every vector may take minutes
+        with self.unbudgeted(), self.write(), self.connection() as conn:
             if self._index_dimension() == dimension:
                 return
             conn.execute("DROP INDEX IF EXISTS ix_vectors_hnsw")

@@ -84,8 +84,12 @@ class SQLiteStore(
         title_weight: float = 3.0,
         secure_delete: bool = True,
         isolated_scan_rows: int = 500,
+        statement_timeout: float = 0.0,
     ) -> None:
         self.path = Path(path).expanduser()
+        #: Seconds each statement may run (STATEMENT_TIMEOUT_SECONDS; 0: no budget),
+        #: from the end of opening on: migrations run without one.
+        self.statement_timeout = 0.0
         self.isolated_scan_rows = isolated_scan_rows
         #: Deleted content is overwritten in the file, and the WAL emptied after
         #: each write that deleted some (docs/reliability.md, "Deleting").
@@ -107,6 +111,11 @@ class SQLiteStore(
         probe(self.path, len(MIGRATIONS))
         self._open()
         store_leftovers(self.path)
+        self.statement_timeout = float(statement_timeout)
+        with self._conns_lock:
+            for opened in self._conns:
+                if isinstance(opened, GuardedConnection):
+                    opened.set_budget(self.statement_timeout)
 
     # --- connections ----------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -146,6 +155,7 @@ class SQLiteStore(
             if refused is None:
                 raise
             raise refused from exc
+        conn.set_budget(self.statement_timeout)
         with self._conns_lock:
             self._conns.append(conn)
         return conn
@@ -153,6 +163,13 @@ class SQLiteStore(
     def _checkpoint_connection(self) -> sqlite3.Connection:
         """The checkpoint thread's connection (it runs nothing else)."""
         return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+
+    def unbudgeted(self) -> contextlib.AbstractContextManager[None]:
+        """This thread's statements in the block run without a time budget
+        (maintenance: checks, backups)."""
+        conn = self.conn
+        assert isinstance(conn, GuardedConnection)
+        return conn.unbudgeted()
 
     @property
     def conn(self) -> sqlite3.Connection:

@@ -19,7 +19,14 @@ Every statement of :class:`~memchentic.store.sqlite.SQLiteStore` runs through a
   later step cannot find the database locked and is never retried;
 * raises :class:`SQLiteCorruptError` (a :class:`~memchentic.errors.StoreCorruptError`
   naming the file) when SQLite finds the file damaged (``SQLITE_CORRUPT``,
-  ``SQLITE_NOTADB``).
+  ``SQLITE_NOTADB``);
+* gives each call into SQLite (executing a statement, fetching its rows) a time
+  budget, ``STATEMENT_TIMEOUT_SECONDS`` (:meth:`GuardedConnection.set_budget`): a
+  progress handler looks at the clock every few thousand VM steps and stops the
+  statement past its deadline, which raises
+  :class:`~memchentic.errors.StoreTimeoutError`; the connection goes on serving.
+  Inside :meth:`GuardedConnection.unbudgeted` (maintenance) there is none. Waiting
+  for a lock is not counted (``busy_timeout`` sleeps outside the VM).
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ import random
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from ..errors import StoreCorruptError, StoreError
+from ..errors import StoreCorruptError, StoreError, StoreTimeoutError
 
 #: Attempts of a statement that finds the database locked (outside a transaction).
 READ_RETRIES = 8
@@ -94,30 +102,54 @@ def store_error(cause: Exception, sql: str, path: str | None) -> SQLiteStoreErro
     return SQLiteStoreError(cause, sql)
 
 
+def is_interrupted(exc: BaseException) -> bool:
+    """True for SQLITE_INTERRUPT (the progress handler stopped the statement)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name == "SQLITE_INTERRUPT" or (
+        isinstance(exc, sqlite3.OperationalError) and str(exc) == "interrupted"
+    )
+
+
 #: Rows a guarded cursor's iteration fetches at a time.
 _ITER_BLOCK = 256
+#: SQLite VM steps between two looks at the clock (each about a microsecond of
+#: Python; a step is tens of nanoseconds, so well under 1% of a statement).
+BUDGET_STEPS = 10_000
 
 
 class GuardedCursor(sqlite3.Cursor):
     """A cursor whose steps after the first (iteration, ``fetch*``) raise the store's
     errors too; ``fetchall`` and friends cost nothing per row, iteration a little."""
 
-    def _failed(self, exc: Exception) -> SQLiteStoreError:
-        return store_error(exc, "", getattr(self.connection, "store_path", None))
+    def _failed(self, exc: Exception) -> StoreError:
+        conn = self.connection
+        if isinstance(conn, GuardedConnection):
+            return conn.failed(exc, "")
+        return store_error(exc, "", None)
+
+    def _arm(self) -> None:
+        """A fresh budget for this call into SQLite (a slow reader of the rows is
+        not the statement's fault)."""
+        conn = self.connection
+        if isinstance(conn, GuardedConnection):
+            conn.arm()
 
     def fetchone(self) -> Any:
+        self._arm()
         try:
             return super().fetchone()
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
 
     def fetchall(self) -> list[Any]:
+        self._arm()
         try:
             return super().fetchall()
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
 
     def fetchmany(self, size: int | None = None) -> list[Any]:
+        self._arm()
         try:
             return super().fetchmany(self.arraysize if size is None else size)
         except sqlite3.Error as exc:
@@ -127,6 +159,7 @@ class GuardedCursor(sqlite3.Cursor):
         # rows in blocks: a generator step per row cost more than the row itself
         fetch = super().fetchmany
         while True:
+            self._arm()
             try:
                 rows = fetch(_ITER_BLOCK)
             except sqlite3.Error as exc:
@@ -142,6 +175,49 @@ class GuardedConnection(sqlite3.Connection):
 
     #: The file, for errors that name it (set by the store after connecting).
     store_path: str | None = None
+    #: Seconds each call into SQLite may take (0: no budget); see :meth:`set_budget`.
+    budget: float = 0.0
+    #: When the running call's budget ends (``time.monotonic``), None: no budget.
+    _deadline: float | None = None
+    #: Open :meth:`unbudgeted` blocks.
+    _exempt: int = 0
+
+    def set_budget(self, seconds: float) -> None:
+        """Give each later statement ``seconds`` (0: no budget, no handler)."""
+        self.budget = float(seconds)
+        self._deadline = None
+        self.set_progress_handler(self._over_budget if self.budget > 0 else None, BUDGET_STEPS)
+
+    def _over_budget(self) -> int:
+        deadline = self._deadline
+        return 1 if deadline is not None and time.monotonic() > deadline else 0
+
+    def arm(self) -> None:
+        """Start the budget of a call into SQLite (none inside :meth:`unbudgeted`)."""
+        budget = self.budget
+        self._deadline = time.monotonic() + budget if budget > 0 and not self._exempt else None
+
+    @contextmanager
+    def unbudgeted(self) -> Iterator[None]:
+        """Statements of the block run without a time budget (maintenance: checks,
+        backups, index builds), on this connection (so this thread)."""
+        self._exempt += 1
+        self._deadline = None
+        try:
+            yield
+        finally:
+            self._exempt -= 1
+
+    def failed(self, exc: Exception, sql: str) -> StoreError:
+        """The store's error for a ``sqlite3`` error of this connection: a statement
+        stopped by the budget is a :class:`StoreTimeoutError`."""
+        if is_interrupted(exc) and self.budget > 0:
+            return StoreTimeoutError(self.budget)
+        return store_error(exc, sql, self.store_path)
+
+    def backup(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        with self.unbudgeted():  # the backup API copies pages, never the VM: no budget
+            super().backup(*args, **kwargs)
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
         return self._guarded(sql, args, retry=True)
@@ -155,6 +231,7 @@ class GuardedConnection(sqlite3.Connection):
     ) -> sqlite3.Cursor:
         attempt = 0
         while True:
+            self.arm()
             try:
                 cursor = self.cursor(GuardedCursor)
                 return (cursor.executemany if many else cursor.execute)(sql, *args)
@@ -169,6 +246,6 @@ class GuardedConnection(sqlite3.Connection):
                     and not sql.lstrip()[:5].upper().startswith("BEGIN")
                 )
                 if not again:
-                    raise store_error(exc, sql, self.store_path) from exc
+                    raise self.failed(exc, sql) from exc
             time.sleep(backoff(attempt))
             attempt += 1

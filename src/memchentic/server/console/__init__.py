@@ -27,7 +27,7 @@ from fastapi.templating import Jinja2Templates
 
 from ...errors import MemchenticError, NotFoundError
 from ..deps import Caller, caller_for, resolve, still_valid
-from ..errors import ApiError
+from ..errors import ApiError, caller_message
 from ..sessions import ConsoleSessions
 from ..sse import sse_response, stream
 from .graph_layout import layout
@@ -160,7 +160,7 @@ def memories(
             limit=PAGE_SIZE, offset=offset,
         )  # fmt: skip
     except MemchenticError as exc:
-        found, error = [], str(exc)
+        found, error = [], caller_message(exc)
     facets = who.mem.stats()
     nxt = urlencode({**{k: v for k, v in filters.items() if v}, "offset": offset + PAGE_SIZE})
     return _page(
@@ -188,7 +188,8 @@ def add(
             namespace=namespace or None, title=title or None,
         )  # fmt: skip
     except MemchenticError as exc:
-        return RedirectResponse("/console?" + urlencode({"status": str(exc)}), status_code=303)
+        status = urlencode({"status": caller_message(exc)})
+        return RedirectResponse("/console?" + status, status_code=303)
     if result.id is None:
         message = f"refused: {result.reason}"
         return RedirectResponse("/console?" + urlencode({"status": message}), status_code=303)
@@ -216,7 +217,7 @@ def search(
                 profile=profile or None, include_trace=True, limit=PAGE_SIZE,
             )  # fmt: skip
         except MemchenticError as exc:
-            error = str(exc)
+            error = caller_message(exc)
     form = {"q": q or "", "namespace": namespace or "", "type": type or "", "tag": tag or "",
             "profile": profile or ""}  # fmt: skip
     return _page(request, "search.html", who, hits=hits, form=form, error=error)
