@@ -112,6 +112,7 @@ def test_a_valid_key_keeps_its_stream(live: Live, monkeypatch):
 def _console(live: Live, secret: str) -> tuple[httpx.Client, str]:
     """A console client signed in with ``secret`` and its session cookie."""
     client = live.http(None, follow_redirects=False, timeout=httpx.Timeout(READ_TIMEOUT))
+    client.headers["Origin"] = live.url  # a browser's form posts from the console
     signed = client.post("/console/login", data={"key": secret})
     assert signed.status_code == 303, signed.text
     return client, client.cookies["memchentic_console"]
