@@ -164,12 +164,14 @@ class SQLiteStore(
         """The checkpoint thread's connection (it runs nothing else)."""
         return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
 
-    def unbudgeted(self) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def unbudgeted(self) -> Iterator[None]:
         """This thread's statements in the block run without a time budget
         (maintenance: checks, backups)."""
         conn = self.conn
         assert isinstance(conn, GuardedConnection)
-        return conn.unbudgeted()
+        with conn.unbudgeted():
+            yield
 
     @property
     def conn(self) -> sqlite3.Connection:
