@@ -195,7 +195,7 @@ class Settings(BaseSettings):
     )
     search_rerank: bool = _env(
         "SEARCH_RERANK",
-        True,
+        False,
         "Second stage: reorder the first SEARCH_RERANK_DEPTH candidates by what their text says.",
     )
     search_rerank_depth: int = _env(
