@@ -10,6 +10,7 @@ import pytest
 
 from memchentic import HashEmbedder, Memory
 from memchentic.store.migrations.sqlite import MIGRATIONS
+from memchentic.text import keyword_text
 
 from .conftest import run_spawned
 
@@ -55,6 +56,9 @@ def test_bulk_inserts_index_their_keywords_with_one_statement(db_path: Path):
         assert len(many) >= 32  # (the statement's threshold)
         assert _insert_triggers(m.store.conn) == ["memories_fts_ai"]
         with sqlite3.connect(db_path) as other:  # a writer that knows nothing of this
+            # (but registers the keyword index's text function, as every connection of
+            # the store does since issue 34, item 1: the index's triggers call it)
+            other.create_function("memchentic_keywords", 1, keyword_text, deterministic=True)
             other.execute(
                 "INSERT INTO memories(id, namespace, kind, type, content, created_at, "
                 "updated_at, confidence, reinforcement, importance, polarity) VALUES "

@@ -163,15 +163,43 @@ STOPWORDS = frozenset(
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+#: A run of CJK characters (Han, Hiragana, Katakana, Hangul, and their
+#: compatibility and half-width forms): text with no spaces between its words.
+CJK_RUN = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0002fa1f]+"
+)
+
+
+def _bigrams(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if len(run) == 1:
+        return f" {run} "
+    return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+
+def keyword_text(text: str) -> str:
+    """``text`` as the keyword index reads it (and a query is read): each run of CJK
+    characters becomes its overlapping character bigrams (黄山旅游 -> 黄山 山旅 旅游,
+    as Lucene's CJK analyzer does; a lone character stays itself), so a word of
+    two characters matches inside a sentence that has no spaces. Text without CJK
+    is returned unchanged (the same string), so other scripts index as before."""
+    if not text or CJK_RUN.search(text) is None:
+        return text
+    return CJK_RUN.sub(_bigrams, text)
+
+
 #: Most words a keyword query keeps (the longest ones win).
 MAX_QUERY_WORDS = 32
 
 
 def query_words(text: str, *, max_words: int = MAX_QUERY_WORDS) -> list[str]:
     """Lower-cased words of ``text`` in order, duplicates and stopwords removed
-    (stopwords kept when nothing else is left); at most ``max_words``."""
+    (stopwords kept when nothing else is left); at most ``max_words``. CJK runs
+    give their bigrams (:func:`keyword_text`), as the keyword index holds them."""
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(text.lower()):
+    for match in _WORD.finditer(keyword_text(text).lower()):
         word = match.group(0).strip("_")
         if word:
             seen.setdefault(word, None)

@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 from ..errors import ValidationError
 from ..metadata_filter import Condition
 from ..record import Edge, MemoryRecord, Version
+from ..text import keyword_text
 from .dialect import Dialect
 from .metadata_sql import postgres_condition
 from .tables import COLUMNS as COLUMNS  # re-exported: the rows of this backend
@@ -49,8 +50,9 @@ def index_text(text: str | None) -> str:
     """Text as the keyword index reads it: the words the query side sees
     (:func:`memchentic.text.query_words` splits on the same ``\\w+``),
     so file names, e-mail addresses and combining marks tokenise alike on both
-    sides instead of as the PostgreSQL parser's compound tokens."""
-    return " ".join(_WORD.findall(text)) if text else ""
+    sides instead of as the PostgreSQL parser's compound tokens; CJK runs as
+    their bigrams (:func:`memchentic.text.keyword_text`)."""
+    return " ".join(_WORD.findall(keyword_text(text))) if text else ""
 
 
 def record_params(record: MemoryRecord) -> tuple[Any, ...]:

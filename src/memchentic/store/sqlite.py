@@ -29,9 +29,10 @@ import numpy as np
 from ..clock import to_text
 from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
+from ..text import keyword_text
 from .base import RankRow, Store
 from .memory_tables import MemoryTables
-from .migrations.sqlite import MIGRATIONS, TOKENIZER, migrate
+from .migrations.sqlite import KEYWORD_FUNCTION, MIGRATIONS, TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
@@ -59,13 +60,19 @@ KEYWORD_STATEMENT_ROWS = 32
 _KEYWORD_TRIGGER = "memories_fts_ai"
 _KEYWORD_ROWS = (
     "INSERT INTO memories_fts(rowid, title, content, tags) "
-    "SELECT rowid, title, content, tags FROM memories WHERE rowid >= ? AND rowid < ?"
+    "SELECT key, title, content, tags FROM memories_keywords WHERE key >= ? AND key < ?"
 )
 APP_ID = "memchentic"
 _LOCK_RETRIES = 8
 #: Address space each connection may map of the database file (not memory: the OS
 #: pages in what is read, shared with every other reader of the file).
 MMAP_BYTES = 1 << 34
+
+
+def _keyword_sql(text: Any) -> Any:
+    """``memchentic_keywords(text)``: :func:`~memchentic.text.keyword_text` (NULL and
+    non-text values pass through)."""
+    return keyword_text(text) if isinstance(text, str) else text
 
 
 class SQLiteStore(
@@ -128,6 +135,8 @@ class SQLiteStore(
             raise StoreError(f"cannot open {self.path}: {exc}") from exc
         conn.store_path = self.location
         try:
+            # The keyword index's text (CJK bigrams), called by its triggers and view.
+            conn.create_function(KEYWORD_FUNCTION, 1, _keyword_sql, deterministic=True)
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA secure_delete = {'ON' if self.secure_delete else 'OFF'}")

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..text import fts_phrase, query_words
+from ..text import fts_phrase, keyword_text, query_words
 from .base import MemoryFilter
 from .keywords import SearchBudgets
 from .sqlite_rows import where
@@ -113,7 +113,7 @@ class SQLiteIsolated(SearchBudgets):
         for word, term in pairs:
             wanted.setdefault(word, set()).add(term)
         # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
-        words = [set(_WORD.findall(f"{title} {content} {tags}".lower()))
+        words = [set(_WORD.findall(keyword_text(f"{title} {content} {tags}").lower()))
                  for _, _, title, content, tags in found]  # fmt: skip
         vocabulary = sorted(set().union(*words)) if words else []
         stems: dict[str, set[str]] = {}
@@ -138,7 +138,7 @@ class SQLiteIsolated(SearchBudgets):
     ) -> list[tuple[dict[str, float], int]]:
         """Index terms of each row with their weighted counts (title weighted), and
         each row's length in words; one tokenizer pass for all the rows' words."""
-        split = [[_WORD.findall(text.lower()) for text in row] for row in rows]
+        split = [[_WORD.findall(keyword_text(text).lower()) for text in row] for row in rows]
         vocabulary = sorted({w for fields in split for words in fields for w in words})
         stems: dict[str, str] = {}
         for start in range(0, len(vocabulary), 5000):

@@ -33,6 +33,7 @@ STEPS: tuple[str, ...] = (
     "m008_metadata_index",
     "m009_working_by_session",
     "m010_invitation_names",
+    "m011_keyword_analysis",
 )
 
 

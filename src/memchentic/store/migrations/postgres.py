@@ -18,11 +18,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ...clock import utcnow
+from ...text import CJK_RUN
 from . import ordered, plan, renumber
 
 #: The text search configuration of the keyword index: the English snowball
 #: stemmer without a stopword list (stopwords stay searchable, as in SQLite).
 TS_CONFIG = "memchentic_english"
+
+#: A CJK character, as a PostgreSQL regular expression (the ranges of
+#: :data:`memchentic.text.CJK_RUN`).
+CJK_CLASS = "[" + CJK_RUN.pattern[1:-2] + "]"
 
 
 def m001_initial(conn: Any) -> None:
@@ -307,6 +312,51 @@ def m010_invitation_names(conn: Any) -> None:
     identity may have only so many pending (issue 32, items 4 and 9)."""
     conn.execute('ALTER TABLE invitations ADD COLUMN named text COLLATE "C"')
     conn.execute("CREATE INDEX ix_invitations_inviter ON invitations (invited_by)")
+
+
+def m011_keyword_analysis(conn: Any) -> None:
+    """The keyword entries of memories with CJK text are written again from the text
+    as :func:`memchentic.text.keyword_text` gives it (CJK runs as overlapping
+    bigrams; issue 34, item 1). Other rows' entries are what they would be written
+    as now (the function leaves their text unchanged), so only rows holding a CJK
+    character are read, in key order, and rewritten; the term counts follow
+    (their triggers, then one fold)."""
+    from ..postgres_rows import index_text  # the store's own writer of keyword text
+
+    config = conn.execute(
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.cfgname) "
+        "FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace "
+        "WHERE c.cfgname = %s AND n.nspname = current_schema()",
+        (TS_CONFIG,),
+    ).fetchone()[0]
+    tsv = (
+        "setweight(to_tsvector(%(c)s::regconfig, %(a)s), 'A') "
+        "|| setweight(to_tsvector(%(c)s::regconfig, %(b)s), 'B') "
+        "|| setweight(to_tsvector(%(c)s::regconfig, %(t)s), 'C')"
+    )
+    last = 0
+    while True:
+        rows = conn.execute(
+            "SELECT key, title, content, tags FROM memories "
+            "WHERE key > %s AND concat(title, ' ', content, ' ', tags::text) ~ %s "
+            "ORDER BY key LIMIT 1000",
+            (last, CJK_CLASS),
+        ).fetchall()
+        if not rows:
+            break
+        for key, title, content, tags in rows:
+            conn.execute(
+                f"UPDATE memories SET tsv = {tsv} WHERE key = %(k)s",
+                {
+                    "c": config,
+                    "a": index_text(title),
+                    "b": index_text(content),
+                    "t": index_text(" ".join(tags or [])),
+                    "k": key,
+                },
+            )
+        last = rows[-1][0]
+    conn.execute("SELECT memchentic_flush_terms()")
 
 
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())

@@ -15,6 +15,11 @@ from . import ordered, plan, renumber
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
+#: The SQL function (registered on every connection of the store, see
+#: ``SQLiteStore._connect``) that gives text as the keyword index reads it:
+#: :func:`memchentic.text.keyword_text` (CJK runs as bigrams).
+KEYWORD_FUNCTION = "memchentic_keywords"
+
 
 def run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run statements one by one (``executescript`` would commit the open transaction)."""
@@ -296,6 +301,56 @@ def m010_invitation_names(conn: sqlite3.Connection) -> None:
     identity may have only so many pending (issue 32, items 4 and 9)."""
     conn.execute("ALTER TABLE invitations ADD COLUMN named TEXT")
     conn.execute("CREATE INDEX ix_invitations_inviter ON invitations(invited_by)")
+
+
+def m011_keyword_analysis(conn: sqlite3.Connection) -> None:
+    """The keyword index reads the memories as :func:`memchentic.text.keyword_text`
+    gives them (CJK runs as overlapping bigrams; issue 34, item 1), and is rebuilt.
+
+    Triggers cannot run Python, so the text goes through the SQL function
+    ``memchentic_keywords`` that every connection of the store registers; the
+    index's external content is the view ``memories_keywords`` (the same text), so
+    FTS5's ``rebuild`` and ``integrity-check`` read what the triggers wrote. Text
+    without CJK is unchanged by the function: English stores index as before. A
+    connection without the function (the sqlite3 shell) cannot write memories."""
+    run_script(
+        conn,
+        f"""
+        DROP TRIGGER IF EXISTS memories_fts_ai;
+        DROP TRIGGER IF EXISTS memories_fts_ad;
+        DROP TRIGGER IF EXISTS memories_fts_au;
+        DROP TABLE IF EXISTS memories_fts_terms;
+        DROP TABLE IF EXISTS memories_fts;
+        DROP VIEW IF EXISTS memories_keywords;
+        CREATE VIEW memories_keywords AS SELECT rowid AS key,
+            {KEYWORD_FUNCTION}(title) AS title, {KEYWORD_FUNCTION}(content) AS content,
+            {KEYWORD_FUNCTION}(tags) AS tags FROM memories;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            title, content, tags,
+            content='memories_keywords', content_rowid='key', tokenize='{TOKENIZER}'
+        );
+        CREATE VIRTUAL TABLE memories_fts_terms USING fts5vocab(memories_fts, row);
+        CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, title, content, tags)
+            VALUES (new.rowid, {KEYWORD_FUNCTION}(new.title), {KEYWORD_FUNCTION}(new.content),
+                    {KEYWORD_FUNCTION}(new.tags));
+        END;
+        CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+            VALUES ('delete', old.rowid, {KEYWORD_FUNCTION}(old.title),
+                    {KEYWORD_FUNCTION}(old.content), {KEYWORD_FUNCTION}(old.tags));
+        END;
+        CREATE TRIGGER memories_fts_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+            VALUES ('delete', old.rowid, {KEYWORD_FUNCTION}(old.title),
+                    {KEYWORD_FUNCTION}(old.content), {KEYWORD_FUNCTION}(old.tags));
+            INSERT INTO memories_fts(rowid, title, content, tags)
+            VALUES (new.rowid, {KEYWORD_FUNCTION}(new.title), {KEYWORD_FUNCTION}(new.content),
+                    {KEYWORD_FUNCTION}(new.tags));
+        END;
+        INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+        """,
+    )
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())

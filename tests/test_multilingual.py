@@ -1,0 +1,173 @@
+"""Keyword search in every script (issue 34, item 1): CJK runs are indexed and
+queried as overlapping character bigrams on both backends, so a word of two
+characters matches inside a sentence without spaces; other scripts index as
+before; an existing store's keyword index is rebuilt by migration 11."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memchentic import Memory
+from memchentic.clock import utcnow
+from memchentic.text import keyword_text, query_words
+
+from .conftest import Stores
+
+#: (memory, a word of it that CJK text does not separate with spaces)
+CJK = [
+    ("我去年夏天去过黄山旅游，风景很美。", "黄山"),
+    ("東京の会社で働いています。", "東京"),
+    ("毎朝コーヒーを二杯飲みます。", "コーヒー"),
+    ("주말마다서울에서친구를만나요.", "서울"),
+]
+ENGLISH = [
+    "The heron fishes at the weir every morning",
+    "Running shoes were bought for the marathon",
+]
+
+
+def _keyword(mem: Memory, query: str) -> list[str]:
+    flt = mem._read_filter(user_id=None, agent_id=None, namespace=None, now=utcnow())
+    return [hit for hit, _ in mem.store.keyword_search(query, 10, flt)]
+
+
+def test_cjk_runs_become_overlapping_bigrams_and_other_text_is_unchanged():
+    bigrams = ["我去", "去过", "过黄", "黄山", "山旅", "旅游"]
+    assert keyword_text("我去过黄山旅游").split() == bigrams
+    assert keyword_text("コーヒー").split() == ["コー", "ーヒ", "ヒー"]
+    assert keyword_text("서울에").split() == ["서울", "울에"]
+    assert keyword_text("iPhone很好").split() == ["iPhone", "很好"]
+    assert keyword_text("我").split() == ["我"]  # a lone character stays a unigram
+    text = "Crème brûlée, naïve café: Straßen und Häuser"
+    assert keyword_text(text) is text  # other scripts: the very same text
+    assert query_words("黄山在哪里？") == ["黄山", "山在", "在哪", "哪里"]
+
+
+@pytest.mark.parametrize(("content", "word"), CJK)
+def test_a_cjk_word_is_found_inside_a_sentence(
+    make_mem: Callable[..., Memory], content: str, word: str
+):
+    """issue 34, item 1: 黄山 inside 我去过黄山旅游 had keyword rank 0 (one token)."""
+    mem = make_mem()
+    ids = {c: mem.add(c).memory.id for c, _ in CJK}  # type: ignore[union-attr]
+    mem.add_many(ENGLISH)
+    assert _keyword(mem, word)[:1] == [ids[content]]
+    assert _keyword(mem, f"{word}はどこ")[:1] == [ids[content]]  # a question around it
+    # the whole search finds it too (with the hash embedder, whose vectors read the
+    # run as one word, the keyword stage is what finds it)
+    assert ids[content] in [h.memory.id for h in mem.search(word, limit=3)]
+
+
+def test_cjk_titles_stay_weighted_and_updates_and_deletes_follow(make_mem: Callable[..., Memory]):
+    mem = make_mem()
+    in_body = mem.add("旅行の記録：京都の寺と奈良の鹿", title="旅行").memory
+    in_title = mem.add("寺と庭を見た一日", title="京都の旅行").memory
+    assert in_body is not None and in_title is not None
+    assert _keyword(mem, "京都") == [in_title.id, in_body.id]
+    mem.revise(in_title.id, title="奈良の旅行")
+    assert _keyword(mem, "京都") == [in_body.id]
+    mem.delete(in_body.id)
+    assert _keyword(mem, "京都") == []
+    assert _keyword(mem, "奈良") == [in_title.id]
+
+
+def test_a_bulk_insert_indexes_cjk_as_bigrams(make_mem: Callable[..., Memory]):
+    """Bulk inserts (>= 32 memories) write the keyword rows with one statement."""
+    mem = make_mem()
+    added = mem.add_many([f"第{i}号の倉庫に東京行きの荷物がある" for i in range(40)])
+    assert len(_keyword(mem, "倉庫")) == 10 and len(added) == 40
+
+
+def test_english_keyword_scores_are_unchanged(make_mem: Callable[..., Memory], backend: str):
+    """English text reaches the index exactly as before (the dev benchmarks must not
+    move): the index terms of an English memory are its porter/snowball stems."""
+    mem = make_mem()
+    mem.add_many(ENGLISH)
+    assert mem.store.index_terms("Running shoes were bought") == ["run", "shoe", "bought"]
+    assert _keyword(mem, "runs") and _keyword(mem, "herons")
+
+
+def _pre_migration(stores: Stores, name: str) -> Callable[[str], Any]:
+    location = stores.location(name)
+    if stores.backend == "sqlite":
+
+        def run_sqlite(script: str) -> Any:
+            conn = sqlite3.connect(location)
+            try:
+                conn.executescript(script)
+            finally:
+                conn.close()
+
+        return run_sqlite
+    import psycopg
+
+    schema = location.rsplit("schema=", 1)[1]
+    assert stores.postgres_url is not None
+
+    def run_postgres(script: str) -> Any:
+        with psycopg.connect(stores.postgres_url, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{schema}"')
+            conn.execute(script)
+
+    return run_postgres
+
+
+#: The keyword index as migrations 1-10 left it: the memories' text as it is.
+_OLD_SQLITE_INDEX = """
+DROP TRIGGER memories_fts_ai; DROP TRIGGER memories_fts_ad; DROP TRIGGER memories_fts_au;
+DROP TABLE memories_fts_terms; DROP TABLE memories_fts; DROP VIEW memories_keywords;
+CREATE VIRTUAL TABLE memories_fts USING fts5(title, content, tags, content='memories',
+    content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE memories_fts_terms USING fts5vocab(memories_fts, row);
+CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, title, content, tags)
+    VALUES (new.rowid, new.title, new.content, new.tags);
+END;
+CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+    VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+END;
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF title, content, tags ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, title, content, tags)
+    VALUES ('delete', old.rowid, old.title, old.content, old.tags);
+    INSERT INTO memories_fts(rowid, title, content, tags)
+    VALUES (new.rowid, new.title, new.content, new.tags);
+END;
+INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+DELETE FROM schema_migrations WHERE version = 11;
+"""
+_OLD_POSTGRES_INDEX = """
+UPDATE memories SET tsv = setweight(to_tsvector('memchentic_english', coalesce(title, '')), 'A')
+    || setweight(to_tsvector('memchentic_english', content), 'B');
+SELECT memchentic_flush_terms();
+DELETE FROM schema_migrations WHERE version = 11;
+"""
+
+
+def test_an_existing_store_is_migrated_to_cjk_bigrams(
+    stores: Stores, make_mem: Callable[..., Memory]
+):
+    """issue 34, item 1: migration 11 rebuilds the keyword index of a store written
+    before it, on both backends."""
+    mem = make_mem("old")
+    cjk = mem.add(CJK[0][0]).memory
+    english = mem.add(ENGLISH[0]).memory
+    assert cjk is not None and english is not None
+    mem.close()
+    run = _pre_migration(stores, "old")
+    run(_OLD_SQLITE_INDEX if stores.backend == "sqlite" else _OLD_POSTGRES_INDEX)
+    if stores.backend == "sqlite":
+        conn = sqlite3.connect(stores.location("old"))
+        terms = {t for (t,) in conn.execute("SELECT term FROM memories_fts_terms")}
+        conn.close()
+        assert "黄山" not in terms  # before: the whole run was one token
+    again = make_mem("old")
+    assert again.store.schema_version() == 11
+    assert _keyword(again, "黄山") == [cjk.id]
+    assert _keyword(again, "heron") == [english.id]
+    report = again.store.check()
+    assert report["ok"], report
