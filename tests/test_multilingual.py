@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic import ValidationError as PydanticValidationError
 
-from memchentic import Memory
+from memchentic import Memory, Settings
 from memchentic.clock import utcnow
 from memchentic.text import keyword_text, query_words
 
@@ -171,3 +172,48 @@ def test_an_existing_store_is_migrated_to_cjk_bigrams(
     assert _keyword(again, "heron") == [english.id]
     report = again.store.check()
     assert report["ok"], report
+
+
+# --- the keyword language (issue 34, item 1: stemming follows a declared language) ----
+def test_a_german_store_stems_in_german(make_mem: Callable[..., Memory], stores: Stores):
+    german = make_mem("de", settings=Settings(keyword_language="german"))
+    english = make_mem("en")
+    for mem in (german, english):
+        mem.add_many(["Die Katzen schlafen auf dem Sofa", "Wir trinken Kaffee am Morgen"])
+    assert german.store.get_meta("keyword_language") == "german"
+    assert english.store.get_meta("keyword_language") == "english"
+    # "Katze" (singular) meets "Katzen" (plural) only through the German stemmer
+    assert [german.get(i).content for i in _keyword(german, "Katze")] == [  # type: ignore[union-attr]
+        "Die Katzen schlafen auf dem Sofa"
+    ]
+    assert _keyword(english, "Katze") == []
+    # the store keeps its language whatever a later opening says
+    german.close()
+    again = make_mem("de", settings=Settings(keyword_language="spanish"))
+    assert again.store.keyword_language == "german"  # type: ignore[attr-defined]
+    assert len(_keyword(again, "Katze")) == 1
+    mem = make_mem("es", settings=Settings(keyword_language="spanish"))
+    gato = mem.add("Los gatos duermen en el sofá").memory
+    assert gato is not None and _keyword(mem, "gato") == [gato.id]
+
+
+def test_a_store_indexed_before_languages_stays_english(
+    make_mem: Callable[..., Memory], stores: Stores
+):
+    """A store with memories but no recorded language was indexed in English."""
+    mem = make_mem("old")
+    mem.add("Die Katzen schlafen")
+    mem.store.set_meta("keyword_language", "german")
+    with mem.store.write():  # as a store of before issue 34 has it: no language
+        if stores.backend == "sqlite":
+            mem.store.conn.execute("DELETE FROM meta WHERE key = 'keyword_language'")  # type: ignore[attr-defined]
+        else:
+            mem.store._run("DELETE FROM meta WHERE key = 'keyword_language'")  # type: ignore[attr-defined]
+    mem.close()
+    again = make_mem("old", settings=Settings(keyword_language="german"))
+    assert again.store.get_meta("keyword_language") == "english"
+
+
+def test_an_unknown_keyword_language_is_refused():
+    with pytest.raises(PydanticValidationError, match="keyword_language"):
+        Settings(keyword_language="klingon")  # type: ignore[arg-type]

@@ -27,6 +27,11 @@ Profile = Literal["rrf", "conversation", "cosine_decay", "hybrid"]
 SecretPolicy = Literal["refuse", "redact", "allow"]
 DuplicatePolicy = Literal["refuse", "reinforce", "keep"]
 WriteResolver = Literal["rules", "chat"]
+#: ``text.KEYWORD_LANGUAGES``, the snowball languages of both keyword backends.
+KeywordLanguage = Literal[
+    "danish", "dutch", "english", "finnish", "french", "german", "hungarian", "italian",
+    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "turkish",
+]  # fmt: skip
 
 
 def _env(name: str, default: Any, description: str, **kw: Any) -> Any:
@@ -146,6 +151,14 @@ class Settings(BaseSettings):
     )
     search_title_weight: float = _env(
         "SEARCH_TITLE_WEIGHT", 3.0, "BM25 weight of the title relative to the body (1).", gt=0
+    )
+    keyword_language: KeywordLanguage = _env(
+        "KEYWORD_LANGUAGE",
+        "english",
+        "The language the keyword index stems in (a snowball language: danish, dutch, "
+        "english, finnish, french, german, hungarian, italian, norwegian, portuguese, "
+        "romanian, russian, spanish, swedish, turkish). Recorded in a new store when it "
+        "is created; a store keeps its language (see docs/ranking.md, 'Keyword analysis').",
     )
     search_common_term_docs: int = _env(
         "SEARCH_COMMON_TERM_DOCS",

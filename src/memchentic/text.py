@@ -5,8 +5,11 @@ live below both."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import threading
+from typing import Any
 
 #: English stopwords (the usual short list): dropped from keyword queries unless
 #: the query holds nothing else.
@@ -172,6 +175,32 @@ CJK_RUN = re.compile(
 )
 
 
+#: The languages a store's keyword index can stem in (``KEYWORD_LANGUAGE``): the
+#: snowball stemmers of both PostgreSQL and the ``snowballstemmer`` package.
+KEYWORD_LANGUAGES = (
+    "danish", "dutch", "english", "finnish", "french", "german", "hungarian", "italian",
+    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "turkish",
+)  # fmt: skip
+
+_STEMMERS: dict[str, Any] = {}
+_STEM_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=200_000)
+def _stem(word: str, language: str) -> str:
+    """``word``'s snowball stem in ``language`` (lower-cased); CJK bigrams unchanged."""
+    lower = word.lower()
+    if CJK_RUN.search(lower):
+        return lower
+    with _STEM_LOCK:  # a stemmer object keeps state while it stems
+        stemmer = _STEMMERS.get(language)
+        if stemmer is None:
+            import snowballstemmer
+
+            stemmer = _STEMMERS[language] = snowballstemmer.stemmer(language)
+        return str(stemmer.stemWord(lower))
+
+
 def _bigrams(match: re.Match[str]) -> str:
     run = match.group(0)
     if len(run) == 1:
@@ -179,27 +208,37 @@ def _bigrams(match: re.Match[str]) -> str:
     return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
 
 
-def keyword_text(text: str) -> str:
+def keyword_text(text: str, language: str = "english") -> str:
     """``text`` as the keyword index reads it (and a query is read): each run of CJK
     characters becomes its overlapping character bigrams (黄山旅游 -> 黄山 山旅 旅游,
     as Lucene's CJK analyzer does; a lone character stays itself), so a word of
-    two characters matches inside a sentence that has no spaces. Text without CJK
-    is returned unchanged (the same string), so other scripts index as before."""
-    if not text or CJK_RUN.search(text) is None:
+    two characters matches inside a sentence that has no spaces. In a store of
+    another ``language`` than English each other word becomes its snowball stem
+    in that language, lower-cased (the index's own English stemmer then reads
+    the stems, on both sides alike). English text without CJK is returned
+    unchanged (the same string), so English stores index as before."""
+    if not text:
         return text
-    return CJK_RUN.sub(_bigrams, text)
+    if CJK_RUN.search(text) is not None:
+        text = CJK_RUN.sub(_bigrams, text)
+    if language != "english":
+        text = _WORD.sub(lambda m: _stem(m.group(0), language), text)
+    return text
 
 
 #: Most words a keyword query keeps (the longest ones win).
 MAX_QUERY_WORDS = 32
 
 
-def query_words(text: str, *, max_words: int = MAX_QUERY_WORDS) -> list[str]:
+def query_words(
+    text: str, *, max_words: int = MAX_QUERY_WORDS, language: str = "english"
+) -> list[str]:
     """Lower-cased words of ``text`` in order, duplicates and stopwords removed
     (stopwords kept when nothing else is left); at most ``max_words``. CJK runs
-    give their bigrams (:func:`keyword_text`), as the keyword index holds them."""
+    give their bigrams, and in another ``language`` than English words their
+    stems (:func:`keyword_text`), as the keyword index holds them."""
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(keyword_text(text).lower()):
+    for match in _WORD.finditer(keyword_text(text, language).lower()):
         word = match.group(0).strip("_")
         if word:
             seen.setdefault(word, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from ..settings import Settings
 from .base import MemoryFilter, Store, StoreStats
-from .keywords import Budgets
+from .keywords import Budgets, bind_language
 
 
 def open_store(location: str, settings: Settings) -> Store:
@@ -28,9 +28,11 @@ def open_store(location: str, settings: Settings) -> Store:
             raise ValidationError(
                 "store", "PostgreSQL needs the [postgres] extra: pip install 'memchentic[postgres]'"
             ) from exc
-        return PostgresStore(
+        store: Store = PostgresStore(
             location, statement_timeout=settings.statement_timeout_seconds, **budgets
         )
+        bind_language(store, settings.keyword_language)
+        return store
     if "://" in location and not location.startswith("sqlite://"):
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
     if location == ":memory:":
@@ -38,12 +40,14 @@ def open_store(location: str, settings: Settings) -> Store:
     path = location.removeprefix("sqlite://")
     from .sqlite import SQLiteStore
 
-    return SQLiteStore(
+    store = SQLiteStore(
         path,
         secure_delete=settings.secure_delete,
         statement_timeout=settings.statement_timeout_seconds,
         **budgets,
     )
+    bind_language(store, settings.keyword_language)  # before any memory is written
+    return store
 
 
 __all__ = ["MemoryFilter", "Store", "StoreStats", "open_store"]

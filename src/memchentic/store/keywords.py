@@ -12,7 +12,9 @@ ranked (with the next rarest words while they add up to ``common_term_docs``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
+
+from .filters import MemoryFilter
 
 
 class SearchBudgets:
@@ -31,6 +33,9 @@ class SearchBudgets:
     #: isolated keyword searches that went through the shared index instead.
     keyword_rows_scanned: int = 0
     keyword_index_searches: int = 0
+    #: The language the keyword index stems in (``KEYWORD_LANGUAGE``, recorded in
+    #: the store's meta; :func:`bind_language`). English unless set.
+    keyword_language: str = "english"
 
 
 class Budgets(TypedDict):
@@ -86,3 +91,25 @@ def _within_budget(
         chosen.append(word)
         total += word_df[word]
     return chosen, window_rows
+
+
+#: The meta key of a store's keyword language.
+LANGUAGE_KEY = "keyword_language"
+
+
+def bind_language(store: Any, wanted: str) -> str:
+    """The language ``store``'s keyword index stems in, set on it: the one its meta
+    records; a store without one records ``wanted`` when it holds no memory yet
+    (a new store), English otherwise (it was indexed before languages existed).
+    A store keeps its language: the index holds stems of that language."""
+    recorded = store.get_meta(LANGUAGE_KEY)
+    if recorded is None:
+        with store.write():
+            recorded = store.get_meta(LANGUAGE_KEY)
+            if recorded is None:
+                everything = MemoryFilter(include_expired=True, include_superseded=True)
+                empty = next(iter(store.iter_memories(everything, batch=1)), None) is None
+                recorded = wanted if empty else "english"
+                store.set_meta(LANGUAGE_KEY, recorded)
+    store.keyword_language = recorded
+    return str(recorded)

@@ -116,7 +116,7 @@ class PostgresStore(
             f"({_ENTITY_SQL}) AS names (e)"
         )
         rows = [
-            (*record_params(record), *tsv_params(record),
+            (*record_params(record), *tsv_params(record, self.keyword_language),
              np.asarray(vector, dtype=np.float32), _entity_names(record.entities))
             for record, vector in items
         ]  # fmt: skip
@@ -131,7 +131,7 @@ class PostgresStore(
             row = conn.execute(
                 f"UPDATE memories SET {assignments}, tsv = {self._tsv_sql()} "
                 f"WHERE id = %s RETURNING key",
-                (*record_params(record)[1:], *tsv_params(record), record.id),
+                (*record_params(record)[1:], *tsv_params(record, self.keyword_language), record.id),
             ).fetchone()
             if row is None:
                 raise StoreError(f"cannot update a missing memory: {record.id}")

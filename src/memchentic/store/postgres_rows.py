@@ -46,13 +46,13 @@ def utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
 
 
-def index_text(text: str | None) -> str:
+def index_text(text: str | None, language: str = "english") -> str:
     """Text as the keyword index reads it: the words the query side sees
     (:func:`memchentic.text.query_words` splits on the same ``\\w+``),
     so file names, e-mail addresses and combining marks tokenise alike on both
     sides instead of as the PostgreSQL parser's compound tokens; CJK runs as
     their bigrams (:func:`memchentic.text.keyword_text`)."""
-    return " ".join(_WORD.findall(keyword_text(text))) if text else ""
+    return " ".join(_WORD.findall(keyword_text(text, language))) if text else ""
 
 
 def record_params(record: MemoryRecord) -> tuple[Any, ...]:
@@ -72,9 +72,14 @@ def record_params(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(values[c] for c in COLUMNS)
 
 
-def tsv_params(record: MemoryRecord) -> tuple[str, str, str]:
-    """The title, body and tag text of a record's keyword entry."""
-    return index_text(record.title), index_text(record.content), index_text(" ".join(record.tags))
+def tsv_params(record: MemoryRecord, language: str = "english") -> tuple[str, str, str]:
+    """The title, body and tag text of a record's keyword entry (stemmed in the
+    store's keyword ``language`` when it is not English)."""
+    return (
+        index_text(record.title, language),
+        index_text(record.content, language),
+        index_text(" ".join(record.tags), language),
+    )
 
 
 def row_to_record(row: tuple[Any, ...]) -> MemoryRecord:

@@ -69,12 +69,6 @@ _LOCK_RETRIES = 8
 MMAP_BYTES = 1 << 34
 
 
-def _keyword_sql(text: Any) -> Any:
-    """``memchentic_keywords(text)``: :func:`~memchentic.text.keyword_text` (NULL and
-    non-text values pass through)."""
-    return keyword_text(text) if isinstance(text, str) else text
-
-
 class SQLiteStore(
     SQLiteCheck, DirectoryTables, LogTables, MemoryTables, SQLiteExtras, SQLiteSearch, Store
 ):
@@ -136,7 +130,7 @@ class SQLiteStore(
         conn.store_path = self.location
         try:
             # The keyword index's text (CJK bigrams), called by its triggers and view.
-            conn.create_function(KEYWORD_FUNCTION, 1, _keyword_sql, deterministic=True)
+            conn.create_function(KEYWORD_FUNCTION, 1, self._keyword_sql, deterministic=True)
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA secure_delete = {'ON' if self.secure_delete else 'OFF'}")
@@ -168,6 +162,11 @@ class SQLiteStore(
         with self._conns_lock:
             self._conns.append(conn)
         return conn
+
+    def _keyword_sql(self, text: Any) -> Any:
+        """``memchentic_keywords(text)``: :func:`~memchentic.text.keyword_text` in the
+        store's keyword language (NULL and non-text values pass through)."""
+        return keyword_text(text, self.keyword_language) if isinstance(text, str) else text
 
     def _checkpoint_connection(self) -> sqlite3.Connection:
         """The checkpoint thread's connection (it runs nothing else)."""

@@ -53,7 +53,7 @@ class SQLiteIsolated(SearchBudgets):
         """BM25 over the visible rows only: document frequencies, document count and
         average length all come from rows passing ``flt``. At most ``common_window``
         matching rows (the newest) are ranked."""
-        pairs = self._stems(query_words(query))
+        pairs = self._stems(query_words(query, language=self.keyword_language))
         if not pairs or k <= 0:
             return []
         cond, params = where(flt)
@@ -113,7 +113,8 @@ class SQLiteIsolated(SearchBudgets):
         for word, term in pairs:
             wanted.setdefault(word, set()).add(term)
         # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
-        words = [set(_WORD.findall(keyword_text(f"{title} {content} {tags}").lower()))
+        language = self.keyword_language
+        words = [set(_WORD.findall(keyword_text(f"{title} {content} {tags}", language).lower()))
                  for _, _, title, content, tags in found]  # fmt: skip
         vocabulary = sorted(set().union(*words)) if words else []
         stems: dict[str, set[str]] = {}
@@ -138,7 +139,10 @@ class SQLiteIsolated(SearchBudgets):
     ) -> list[tuple[dict[str, float], int]]:
         """Index terms of each row with their weighted counts (title weighted), and
         each row's length in words; one tokenizer pass for all the rows' words."""
-        split = [[_WORD.findall(keyword_text(text).lower()) for text in row] for row in rows]
+        language = self.keyword_language
+        split = [
+            [_WORD.findall(keyword_text(text, language).lower()) for text in row] for row in rows
+        ]
         vocabulary = sorted({w for fields in split for words in fields for w in words})
         stems: dict[str, str] = {}
         for start in range(0, len(vocabulary), 5000):
