@@ -271,3 +271,31 @@ def test_the_bounded_path_reorders_the_same_first_candidates_as_loading_every_on
         every = pipeline.run(mem.store, req, full)
         assert [(c.memory.id, c.score) for c in bounded] == [(c.memory.id, c.score) for c in every]
         assert all("rerank_coverage" in c.trace for c in bounded)
+
+
+def test_the_stage_reorders_only_its_depth_whatever_the_limit(
+    make_mem: Callable[..., Memory],
+) -> None:
+    """issue 33, item 1: the stage reorders the first ``SEARCH_RERANK_DEPTH``
+    candidates and leaves the rest where the first stage put them, so recall at
+    the depth and past it is the first stage's (depth 5 here, limit 12)."""
+    import random
+
+    rng = random.Random(3)
+    words = ["river", "garden", "engine", "yoga", "coffee", "novel", "train", "piano"]
+    mem = make_mem(settings=Settings(search_rerank=False))
+    mem.add_many(
+        [{"content": f"note {i} on {' and '.join(rng.sample(words, 3))}", "user_id": "u",
+          "created_at": NOW - timedelta(days=rng.uniform(0, 400))} for i in range(120)],
+        on_duplicate="keep", permanent=True,
+    )  # fmt: skip
+    flt = MemoryFilter(namespaces=["user:u"], now=NOW)
+    on = Settings(search_rerank=True, search_rerank_depth=5)
+    for query in ("the river and yoga in the garden", "engine coffee piano"):
+        req = pipeline.SearchRequest(query, mem.embedder.embed(query), flt, 12, profiles.RRF, NOW)
+        first = [c.memory.id for c in pipeline.run(mem.store, req, mem.settings)]
+        second = pipeline.run(mem.store, req, on)
+        ids = [c.memory.id for c in second]
+        assert len(ids) == 12 and ids[5:] == first[5:] and set(ids[:5]) == set(first[:5])
+        assert all("rerank_coverage" in c.trace for c in second[:5])
+        assert not any("rerank_coverage" in c.trace for c in second[5:])

@@ -212,7 +212,10 @@ class Settings(BaseSettings):
         "Second stage: reorder the first SEARCH_RERANK_DEPTH candidates by what their text says.",
     )
     search_rerank_depth: int = _env(
-        "SEARCH_RERANK_DEPTH", 40, "Candidates the second stage reorders (at least limit).", ge=1
+        "SEARCH_RERANK_DEPTH",
+        40,
+        "Candidates the second stage reorders (the first N, any limit).",
+        ge=1,
     )
     search_rerank_coverage_weight: float = _env(
         "SEARCH_RERANK_COVERAGE_WEIGHT", 0.25,

@@ -421,8 +421,9 @@ def run(
         reranker is not None and settings.memory_reranker_enabled
     )  # both change scores after the profile's: every candidate counts
     second = settings.search_rerank and req.profile.rerank
-    depth = max(req.limit, settings.search_rerank_depth) if second else req.limit
-    head_req = replace(req, limit=depth)  # the second stage needs its first `depth` exact
+    depth = settings.search_rerank_depth if second else req.limit
+    # the second stage needs its first `depth` exact, the answer its first `limit`
+    head_req = replace(req, limit=max(req.limit, depth))
     with tracing.span("memchentic.search.rank", {"memchentic.profile": req.profile.name}) as span:
         candidates = None if rescored else _bounded(store, head_req, settings, stages, ctx)
         if candidates is None:
