@@ -54,16 +54,13 @@ from .relations import (
     strip_fillers,
 )
 from .words import (
-    MONTHS,
-    NUMBER_WORDS,
-    TIME_WORDS,
-    WEEKDAYS,
     Token,
     embedding_text,
     memory_embedding_text,
     normalise,
     stem,
     tokens,
+    value_kind,
 )
 
 
@@ -272,6 +269,8 @@ def _reordered(sa: _Summary, sb: _Summary) -> bool:
 
 
 _KEY_VALUE = re.compile(r"^\s*([^:]{1,60}?)\s*:\s+(\S.*)$")
+#: Longest value of a "key: value" line; a longer one is a sentence after a label.
+_KEY_VALUE_WORDS = 4
 #: Keys of notes that are lists, not attributes ("Todo: ...", "Idea: ...").
 _LIST_KEYS = _words("todo task tasks idea ideas note notes reminder question tip example "
                     "update memo item step fact news")  # fmt: skip
@@ -284,13 +283,28 @@ def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
     if ma is None or mb is None:
         return None
     key_a, key_b = tokens(ma.group(1)), tokens(mb.group(1))
+    value_a, value_b = tokens(ma.group(2)), tokens(mb.group(2))
     if len(key_a) > 5 or any(t.text.lower() in _LIST_KEYS for t in key_a):
+        return None
+    if max(len(value_a), len(value_b)) > _KEY_VALUE_WORDS:
+        return None
+    if any(any(ch.isdigit() for ch in t.text) for t in key_a):  # "Step 3: ...": a list
+        return None
+    if _has_verb(value_a) or _has_verb(value_b):  # "Sam: likes tea": a sentence
         return None
     if [t.key for t in key_a] != [t.key for t in key_b]:
         return Judgement(Relation.DISTINCT, "distinct:attribute")
-    if [t.key for t in tokens(ma.group(2))] == [t.key for t in tokens(mb.group(2))]:
+    if [t.key for t in value_a] == [t.key for t in value_b]:
         return Judgement(Relation.DUPLICATE, "duplicate:exact")
     return Judgement(Relation.UPDATE, f"update:{_slug(key_a[-1].text)}")
+
+
+def _has_verb(toks: Sequence[Token]) -> bool:
+    return any(t.key in _VERBS or t.text.lower() in _BE or t.text.lower() in _HAVE_DO
+               for t in toks)  # fmt: skip
+
+
+_HAVE_DO = _words("has have had do does did")
 
 
 def _slug(word: str) -> str:
@@ -426,7 +440,7 @@ def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
     a, b = sa.tokens, sb.tokens
     frame, old_changed, new_changed = _frame(a, b)
     if _value_first(a, old_changed, new_changed):
-        return Judgement(Relation.UPDATE, f"update:{_kind(old_changed)}")
+        return Judgement(Relation.UPDATE, f"update:{value_kind(old_changed)}")
     first_change = new_changed[0] if new_changed else None
     if not frame or not _holds_predicate(a, first_change):
         return Judgement(Relation.DISTINCT, "distinct:subject")
@@ -436,7 +450,7 @@ def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
     change_verb = any(t.key in _CHANGE_VERBS for t in (*frame, *new_changed))
     before = [t for t in a if first_change is not None and t.position < first_change.position]
     if _is_event(before, a) and not change_verb and not changed_to:
-        dated = any(_kind([t]) in ("date", "time") for t in (*a, *b) if t.value)
+        dated = any(value_kind([t]) in ("date", "time") for t in (*a, *b) if t.value)
         return Judgement(Relation.DISTINCT, "event:dated" if dated else "event:past")
     if changed_to:
         return Judgement(Relation.UPDATE, f"update:{_slug(changed_to)}")
@@ -449,11 +463,11 @@ def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
     if change_verb:  # "moved to Monday"
         return Judgement(Relation.UPDATE, "update:changed")
     names_only = all(
-        _kind([t]) in ("name", "code") for t in (*old_changed, *new_changed) if t.value
+        value_kind([t]) in ("name", "code") for t in (*old_changed, *new_changed) if t.value
     )
     attribute = _attribute(frame)
     if not names_only:  # a number, a time, a date, a version, an identifier
-        return Judgement(Relation.UPDATE, f"update:{attribute or _kind(old_changed)}")
+        return Judgement(Relation.UPDATE, f"update:{attribute or value_kind(old_changed)}")
     if _single_valued(frame, before):
         return Judgement(Relation.UPDATE, f"update:{attribute or 'single-valued'}")
     if any(t.key in MANY_VALUED for t in frame):
@@ -481,12 +495,12 @@ def _imperative(toks: Sequence[Token]) -> bool:
         return False
     first = toks[0]
     lower = first.text.lower()
-    verb = first.key in MANY_VALUED or first.key in SINGLE_VALUED or lower in _INSTRUCTIONS
-    return verb and first.position == 0 and not lower.endswith(("s", "ed", "ing"))
+    return lower in _INSTRUCTIONS and first.position == 0
 
 
-_INSTRUCTIONS = _words("use reply answer respond write format address call keep send set run "
-                       "default prefer speak store put avoid")  # fmt: skip
+#: Instructions that choose one option ("Use tabs" / "Use spaces", "Reply in French" /
+#: "... Spanish"); others add ("Run the linter" / "Run the tests", "Keep ... thin").
+_INSTRUCTIONS = _words("use reply answer respond format address call default prefer set")
 
 
 def _attribute(frame: Sequence[Token]) -> str | None:
@@ -495,34 +509,6 @@ def _attribute(frame: Sequence[Token]) -> str | None:
         if not tok.value and tok.key in SINGLE_VALUED:
             return _slug(tok.text)
     return None
-
-
-def _kind(changed: Sequence[Token]) -> str:
-    """What kind of value changed: time, date, money, version, code, number,
-    identifier, name."""
-    for tok in changed:
-        text, lower = tok.text, tok.text.lower()
-        if (
-            re.fullmatch(r"\d{1,2}[:.]\d{2}", text)
-            or lower in ("am", "pm")
-            or (lower in TIME_WORDS)
-        ):
-            return "time"
-        if lower in WEEKDAYS or lower in MONTHS or re.fullmatch(r"\d{4}-\d\d(-\d\d)?", text):
-            return "date"
-        if any(ch in text for ch in "$€£¥") or tok.key in _stems(_words("euro dollar pound")):
-            return "money"
-        if re.fullmatch(r"v?\d+(\.\d+){1,3}", lower):
-            return "version"
-        if any(ch in text for ch in "@/.") and any(ch.isalpha() for ch in text):
-            return "identifier"
-        if any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text):
-            return "code"  # a name with digits: WPA3, BA117, S3
-        if any(ch.isdigit() for ch in text) or lower in NUMBER_WORDS:
-            return "number"
-        if any(ch in text for ch in "@/."):
-            return "identifier"
-    return "name"
 
 
 #: Words after a value that make it the subject of a statement of one value

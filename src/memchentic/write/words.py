@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -220,3 +221,35 @@ _IRREGULAR = {
 }  # fmt: skip
 #: Synonyms read as one word: the first of each group (:data:`.relations.SYNONYMS`).
 _SYNONYM_KEYS = {stem(w): stem(group[0]) for group in SYNONYMS for w in group[1:]}
+
+
+#: Currency words: a number before them is money.
+_CURRENCY_WORDS = frozenset(stem(c) for c in ("euro", "dollar", "pound"))
+
+
+def value_kind(changed: Sequence[Token]) -> str:
+    """What kind of value changed: time, date, money, version, code, number,
+    identifier, name."""
+    for tok in changed:
+        text, lower = tok.text, tok.text.lower()
+        if (
+            re.fullmatch(r"\d{1,2}[:.]\d{2}", text)
+            or lower in ("am", "pm")
+            or (lower in TIME_WORDS)
+        ):
+            return "time"
+        if lower in WEEKDAYS or lower in MONTHS or re.fullmatch(r"\d{4}-\d\d(-\d\d)?", text):
+            return "date"
+        if any(ch in text for ch in "$€£¥") or tok.key in _CURRENCY_WORDS:
+            return "money"
+        if re.fullmatch(r"v?\d+(\.\d+){1,3}", lower):
+            return "version"
+        if any(ch in text for ch in "@/.") and any(ch.isalpha() for ch in text):
+            return "identifier"
+        if any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text):
+            return "code"  # a name with digits: WPA3, BA117, S3
+        if any(ch.isdigit() for ch in text) or lower in NUMBER_WORDS:
+            return "number"
+        if any(ch in text for ch in "@/."):
+            return "identifier"
+    return "name"
