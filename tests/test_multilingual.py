@@ -249,3 +249,39 @@ def test_german_questions_need_the_german_stemmer(stores: Stores):
     german = recall_at_5(stores.location("de"), pairs, "german")
     english = recall_at_5(stores.location("de_en"), pairs, "english")
     assert german["keyword"] - english["keyword"] >= 0.3, (german, english)
+
+
+# --- write rules in other languages (issue 34, item 2) ---------------------------------
+#: Distinct statements that share most of their words: both must stay live.
+DISTINCT_PAIRS = [
+    ("Mein Bruder wohnt in Berlin", "Meine Schwester wohnt in Berlin"),
+    ("Ich trinke morgens Kaffee", "Ich trinke abends Tee"),
+    ("Unser Hund heißt Bello", "Unsere Katze heißt Minka"),
+    ("Ich arbeite nicht am Freitag", "Ich arbeite am Samstag im Garten"),
+    ("Mi hermano vive en Madrid", "Mi hermana vive en Madrid"),
+    ("No me gusta el café", "Me gusta mucho el té verde"),
+    ("Mi perro se llama Toby", "Mi gato se llama Luna"),
+    ("Trabajo los lunes en la oficina", "Estudio los martes en la biblioteca"),
+    ("我哥哥住在北京", "我姐姐住在上海"),
+    ("我不喜欢喝咖啡", "我喜欢喝绿茶"),
+    ("我的狗叫旺财", "我的猫叫咪咪"),
+    ("我星期一去健身房", "我星期三去游泳馆"),
+    ("兄は東京に住んでいます", "姉は大阪に住んでいます"),
+    ("私はコーヒーを飲みません", "私は紅茶をよく飲みます"),
+    ("犬の名前はポチです", "猫の名前はタマです"),
+    ("月曜日はジムに行きます", "水曜日はプールに行きます"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), DISTINCT_PAIRS)
+def test_distinct_statements_in_other_languages_both_stay(
+    make_mem: Callable[..., Memory], first: str, second: str
+):
+    """issue 34, item 2: write rules that read English words must not misfire on
+    German, Spanish, Chinese or Japanese: no wrong supersession or refusal."""
+    mem = make_mem()
+    a = mem.add(first)
+    b = mem.add(second)
+    assert (a.status, b.status) == ("added", "added"), (a.to_dict(), b.to_dict())
+    live = {m.content for m in mem.list(limit=10)}
+    assert live == {first, second}
