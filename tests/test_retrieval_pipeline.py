@@ -105,7 +105,7 @@ def test_extra_signals_are_one_when_they_do_not_apply(mem: Memory):
     assert t["speaker"] == t["date"] == t["horizon"] == 1.0
     assert t["vector_context"] == t["cosine"] and t["keyword_context"] == t["keyword_score"]
     product = t["match"] * t["freshness"] * t["path"] * t["confidence"] * t["usage"]
-    assert t["score"] == product
+    assert t["first_stage_score"] == product  # the second stage multiplies on (issue 33)
 
 
 def test_date_named_in_the_query_lifts_memories_of_that_day(db_path):

@@ -208,12 +208,12 @@ class Settings(BaseSettings):
     )
     search_rerank: bool = _env(
         "SEARCH_RERANK",
-        False,
+        True,
         "Second stage: reorder the first SEARCH_RERANK_DEPTH candidates by what their text says.",
     )
     search_rerank_depth: int = _env(
         "SEARCH_RERANK_DEPTH",
-        40,
+        10,
         "Candidates the second stage reorders (the first N, any limit).",
         ge=1,
     )
