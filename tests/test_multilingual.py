@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,9 @@ from pydantic import ValidationError as PydanticValidationError
 from bench.multilingual import recall_at_5
 from memchentic import Memory, Settings
 from memchentic.clock import utcnow
+from memchentic.errors import ValidationError as MemchenticValidationError
+from memchentic.store import open_store
+from memchentic.store_copy import migrate
 from memchentic.text import keyword_text, query_words
 
 from .conftest import Stores
@@ -285,3 +289,28 @@ def test_distinct_statements_in_other_languages_both_stay(
     assert (a.status, b.status) == ("added", "added"), (a.to_dict(), b.to_dict())
     live = {m.content for m in mem.list(limit=10)}
     assert live == {first, second}
+
+
+def test_a_copy_keeps_the_source_stores_language(stores: Stores, tmp_path: Path):
+    """``memchentic migrate`` into a new store: it stems as its source did (issue 34,
+    item 1); a target holding memories of another language is refused, unchanged."""
+    source = Memory(
+        path=tmp_path / "de.db", embedder="hash", settings=Settings(keyword_language="german")
+    )
+    katzen = source.add("Die Katzen schlafen auf dem Sofa").memory
+    assert katzen is not None
+    target = open_store(stores.location("copy"), Settings())  # English by its settings
+    try:
+        assert migrate(source.store, target).ok
+        assert target.get_meta("keyword_language") == "german"
+    finally:
+        target.close()
+    with Memory(store=stores.location("copy"), embedder="hash") as copy:
+        assert _keyword(copy, "Katze") == [katzen.id]
+    english = Memory(store=stores.location("en"), embedder="hash")
+    english.add("The heron fishes at the weir")
+    with pytest.raises(MemchenticValidationError, match="keyword_language"):
+        migrate(source.store, english.store)
+    assert [m.content for m in english.list(limit=10)] == ["The heron fishes at the weir"]
+    english.close()
+    source.close()

@@ -24,6 +24,7 @@ from .errors import EmbedderMismatchError
 from .identity import TEAM_KINDS
 from .record import Event, Turn
 from .store.base import MemoryFilter, Store
+from .store.keywords import carry_language
 
 #: What is copied, in order.
 KINDS: tuple[str, ...] = (
@@ -134,6 +135,7 @@ def _migrate(
     source: Store, target: Store, *, batch: int, progress: Progress | None
 ) -> MigrationReport:
     _check_embedders(source, target)
+    carry_language(source, target)  # before any memory is indexed (issue 34)
     report = MigrationReport()
     have = _keys(target, batch)
     report_progress = progress or (lambda kind, done, total: None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from ..errors import ValidationError
 from .filters import MemoryFilter
 
 
@@ -113,3 +114,25 @@ def bind_language(store: Any, wanted: str) -> str:
                 store.set_meta(LANGUAGE_KEY, recorded)
     store.keyword_language = recorded
     return str(recorded)
+
+
+def carry_language(source: Any, target: Any) -> None:
+    """Before a copy of ``source`` into ``target`` (``store_copy.migrate``): the
+    target stems as the source does. A target without memories takes the
+    source's language; one holding memories stemmed in another language is
+    refused (a :class:`ValidationError` naming ``keyword_language``), nothing
+    copied."""
+    wanted = getattr(source, "keyword_language", "english")
+    if getattr(target, "keyword_language", "english") == wanted:
+        return
+    everything = MemoryFilter(include_expired=True, include_superseded=True)
+    if target.count(everything):
+        raise ValidationError(
+            "keyword_language",
+            f"the target's keyword index stems in {target.keyword_language}, the "
+            f"source's in {wanted}: copy into a new store (nothing was copied)",
+        )
+    with target.write():
+        target.set_meta(LANGUAGE_KEY, wanted)
+    target.keyword_language = wanted
+
