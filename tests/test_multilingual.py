@@ -314,3 +314,21 @@ def test_a_copy_keeps_the_source_stores_language(stores: Stores, tmp_path: Path)
     assert [m.content for m in english.list(limit=10)] == ["The heron fishes at the weir"]
     english.close()
     source.close()
+
+
+def test_a_store_opened_directly_stems_in_its_recorded_language(
+    make_mem: Callable[..., Memory], stores: Stores
+):
+    make_mem("de", settings=Settings(keyword_language="german")).close()
+    if stores.backend == "sqlite":
+        from memchentic.store.sqlite import SQLiteStore
+
+        store: Any = SQLiteStore(stores.location("de"))
+    else:
+        from memchentic.store.postgres import PostgresStore
+
+        store = PostgresStore(stores.location("de"))
+    try:
+        assert store.keyword_language == "german"
+    finally:
+        store.close()

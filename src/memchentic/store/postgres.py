@@ -22,6 +22,7 @@ from ..errors import StoreError
 from ..lifetime import DecayScan
 from ..record import Edge, MemoryRecord, Version
 from .base import MemoryFilter, RankRow, Store
+from .keywords import LANGUAGE_KEY
 from .memory_tables import MemoryTables
 from .postgres_check import PostgresCheck
 from .postgres_connect import open_location
@@ -72,6 +73,8 @@ class PostgresStore(
         location = open_location(url, statement_timeout)
         self.location = location.display
         self._connect(location)
+        # the language its keyword index stems in (a store made before issue 34: English)
+        self.keyword_language = self.get_meta(LANGUAGE_KEY) or "english"
 
     def _tsv_sql(self) -> str:
         cfg = f"'{self._ts_config_literal}'"

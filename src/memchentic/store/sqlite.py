@@ -31,6 +31,7 @@ from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
 from ..text import keyword_text
 from .base import RankRow, Store
+from .keywords import LANGUAGE_KEY
 from .memory_tables import MemoryTables
 from .migrations.sqlite import KEYWORD_FUNCTION, MIGRATIONS, TOKENIZER, migrate
 from .sqlite_check import SQLiteCheck
@@ -111,6 +112,8 @@ class SQLiteStore(
         # Read-only first: a file this code must refuse is left exactly as it was.
         probe(self.path, len(MIGRATIONS))
         self._open()
+        # the language its keyword index stems in (a store made before issue 34: English)
+        self.keyword_language = self.get_meta(LANGUAGE_KEY) or "english"
         store_leftovers(self.path)
         self.statement_timeout = float(statement_timeout)
         with self._conns_lock:
