@@ -316,6 +316,35 @@ def test_a_copy_keeps_the_source_stores_language(stores: Stores, tmp_path: Path)
     source.close()
 
 
+def test_a_restore_of_a_logical_backup_stems_as_its_source_did(stores: Stores, tmp_path: Path):
+    """An export names its keyword language; importing it into a new store (a
+    logical backup restored with default settings) stems alike, where it used to
+    fall back to the new store's own setting and miss every inflected word."""
+    import io
+
+    source = Memory(
+        path=tmp_path / "de.db", embedder="hash", settings=Settings(keyword_language="german")
+    )
+    katzen = source.add("Die Katzen schlafen auf dem Sofa").memory
+    assert katzen is not None
+    buffer = io.StringIO()
+    source.export(buffer)
+    source.close()
+    restored = Memory(store=stores.location("restored"), embedder="hash")  # English settings
+    try:
+        assert restored.import_(io.StringIO(buffer.getvalue()), strict=True).memories == 1
+        assert restored.store.get_meta("keyword_language") == "german"
+        assert _keyword(restored, "Katze") == [katzen.id]
+        # a store that already holds memories keeps its own language
+        english = Memory(store=stores.location("en"), embedder="hash")
+        english.add("The heron fishes at the weir")
+        english.import_(io.StringIO(buffer.getvalue()))
+        assert english.store.get_meta("keyword_language") == "english"
+        english.close()
+    finally:
+        restored.close()
+
+
 def test_a_store_opened_directly_stems_in_its_recorded_language(
     make_mem: Callable[..., Memory], stores: Stores
 ):

@@ -25,6 +25,8 @@ from ..errors import MemchenticError, ValidationError
 from ..record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
 from ..reports import ImportReport
 from ..store.base import MemoryFilter
+from ..store.keywords import adopt_language
+from ..text import KEYWORD_LANGUAGES
 from ..write.secrets import effective_policy, police_record, police_value
 from ..write.statements import memory_embedding_text
 from .core import Core
@@ -51,6 +53,8 @@ def _lines(mem: Core, *, vectors: bool) -> Iterator[dict[str, Any]]:
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "embedder": mem.embedder.identity,
+        # what the keyword index stems in: a restore into a new store stems alike
+        "keyword_language": getattr(store, "keyword_language", "english"),
         "exported_at": to_text(utcnow()),
     }
     ids: set[str] = set()
@@ -142,7 +146,12 @@ def _parse_line(number: int, text: str, mem: Core, policy: str) -> tuple[str, An
     if kind == "header":
         if data.get("format") != FORMAT:
             raise ValidationError("format", f"must be {FORMAT!r}")
-        return kind, None
+        language = data.get("keyword_language")
+        if language is not None and language not in KEYWORD_LANGUAGES:
+            raise ValidationError(
+                "keyword_language", f"must be one of {', '.join(KEYWORD_LANGUAGES)}"
+            )
+        return kind, language
     if kind == "memory":
         record = _parse_record(data.get("record"), mem)
         police_record(record, policy)  # the secret rule of any write
@@ -206,6 +215,9 @@ def import_jsonl(
     if strict and report.errors:
         return report
     store = mem.store
+    languages = [item for kind, item in parsed if kind == "header" and item is not None]
+    if languages and mem.principal.trusted:  # a store-wide choice: the local principal's
+        adopt_language(store, languages[0])  # a new store stems as the exported one did
     with store.write():
         for kind, item in parsed:
             if kind != "memory":

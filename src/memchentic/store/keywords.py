@@ -123,16 +123,25 @@ def carry_language(source: Any, target: Any) -> None:
     refused (a :class:`ValidationError` naming ``keyword_language``), nothing
     copied."""
     wanted = getattr(source, "keyword_language", "english")
-    if getattr(target, "keyword_language", "english") == wanted:
-        return
-    everything = MemoryFilter(include_expired=True, include_superseded=True)
-    if target.count(everything):
+    if not adopt_language(target, wanted):
         raise ValidationError(
             "keyword_language",
             f"the target's keyword index stems in {target.keyword_language}, the "
             f"source's in {wanted}: copy into a new store (nothing was copied)",
         )
+
+
+def adopt_language(target: Any, wanted: str) -> bool:
+    """Make ``target`` stem in ``wanted`` when it holds no memory yet (a copy or a
+    restore into a new store). Whether ``target`` now stems in ``wanted``: False
+    when it holds memories stemmed in another language (left as it is)."""
+    if getattr(target, "keyword_language", "english") == wanted:
+        return True
+    everything = MemoryFilter(include_expired=True, include_superseded=True)
     with target.write():
+        if target.count(everything):
+            return False
         target.set_meta(LANGUAGE_KEY, wanted)
     target.keyword_language = wanted
+    return True
 
