@@ -164,13 +164,22 @@ def nesting(value: Any, field: str, settings: Settings | None) -> None:
     size_limit = int(
         settings.max_metadata_bytes if settings else fields["max_metadata_bytes"].default
     )
+    nested_within(value, field, depth_limit, size_limit, "MAX_METADATA_DEPTH")
+
+
+def nested_within(
+    value: Any, field: str, depth_limit: int, size_limit: int, depth_rule: str
+) -> None:
+    """Refuse ``value`` when its objects and lists are nested deeper than
+    ``depth_limit`` or hold more than ``size_limit`` values, walked without
+    recursion; ``depth_rule`` says where the depth limit comes from."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     seen = 0
     while stack:
         node, depth = stack.pop()
         if depth > depth_limit:
             raise ValidationError(
-                field, f"must be nested at most {depth_limit} deep (MAX_METADATA_DEPTH)"
+                field, f"must be nested at most {depth_limit} deep ({depth_rule})"
             )
         children = node.values() if isinstance(node, Mapping) else node
         for child in children:

@@ -60,6 +60,7 @@ except ImportError as exc:  # pragma: no cover - the optional extra is missing
         "memchentic.integrations.langgraph needs LangGraph: pip install 'memchentic[langgraph]'"
     ) from exc
 
+from .. import validation as check
 from ..access.namespaces import scope_namespace
 from ..aio import AsyncMemory
 from ..errors import ValidationError
@@ -457,21 +458,8 @@ def _check(op: Any, nesting: tuple[int, int]) -> None:
 def _within(value: Mapping[str, Any], field: str, depth_limit: int, size_limit: int) -> None:
     """Refuse dicts and lists nested deeper than ``depth_limit`` or holding more than
     ``size_limit`` values, walked without recursion."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    seen = 0
-    while stack:
-        node, depth = stack.pop()
-        if depth > depth_limit:
-            raise ValidationError(
-                field, f"must be nested at most {depth_limit} deep (MAX_METADATA_DEPTH less "
-                       f"the {_WRAPPING} levels that hold an item)",
-            )  # fmt: skip
-        for child in node.values() if isinstance(node, Mapping) else node:
-            seen += 1
-            if seen > size_limit:
-                raise ValidationError(field, f"must be at most {size_limit} bytes")
-            if isinstance(child, Mapping | list | tuple):
-                stack.append((child, depth + 1))
+    rule = f"MAX_METADATA_DEPTH less the {_WRAPPING} levels that hold an item"
+    check.nested_within(value, field, depth_limit, size_limit, rule)
 
 
 def _check_put(op: PutOp) -> None:
