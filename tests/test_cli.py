@@ -164,6 +164,21 @@ def test_search_table_shows_rank_score_and_signals(db: Path) -> None:
     assert "cosine" in hybrid and memory_id in hybrid
 
 
+def test_search_trace_shows_the_second_stages_factors_that_moved_a_hit(db: Path) -> None:
+    """The table's score is the product of its columns: a second-stage factor that
+    moved a hit has a column of its own; one that moved none is left out."""
+    add(db, "Sam drinks green tea every morning")
+    add(db, "Tea is served in the green room")
+    hits = jcli(db, "search", "green tea", "--trace")
+    moved = {k for h in hits for k, v in h["trace"].items()
+             if k.startswith("rerank_") and v != 1.0}  # fmt: skip
+    assert moved  # the phrase "green tea" and its proximity lift the first
+    traced = ok(cli(db, "search", "green tea", "--trace")).stdout
+    assert all(k in traced for k in moved)
+    idle = {k for h in hits for k in h["trace"] if k.startswith("rerank_")} - moved
+    assert not any(k in traced for k in idle)
+
+
 def test_search_json_is_plain_json(db: Path) -> None:
     add(db, "Zoë likes crème brûlée [red]dessert[/red]")
     result = ok(cli(db, "search", "crème brûlée"))

@@ -43,6 +43,8 @@ from .runtime import file_errors, opens_memory, stdin_or, write_by_id
 RRF_SIGNALS: tuple[str, ...] = ("match", "freshness", "path", "confidence", "usage")
 #: Extra trace keys worth a column when present (query router, reranker).
 EXTRA_SIGNALS: tuple[str, ...] = ("route", "rerank")
+#: Trace keys of the second ranking stage's factors (``retrieval.rerank``).
+SECOND_STAGE_PREFIX = "rerank_"
 
 
 def _trace_columns(hits: Sequence[SearchHit]) -> list[str]:
@@ -52,7 +54,11 @@ def _trace_columns(hits: Sequence[SearchHit]) -> list[str]:
             if key not in keys:
                 keys.append(key)
     if all(k in keys for k in RRF_SIGNALS):
-        return [*RRF_SIGNALS, *(k for k in EXTRA_SIGNALS if k in keys)]
+        # the second stage's factors that moved some hit: without them the score
+        # would not be the product of the columns shown
+        second = [k for k in keys if k.startswith(SECOND_STAGE_PREFIX)
+                  and any((h.trace or {}).get(k, 1.0) != 1.0 for h in hits)]  # fmt: skip
+        return [*RRF_SIGNALS, *(k for k in EXTRA_SIGNALS if k in keys), *second]
     return [k for k in keys if k != "score"]
 
 
