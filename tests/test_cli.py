@@ -521,7 +521,8 @@ def test_serve_gives_each_worker_one_embedder_thread_unless_told(
 def test_serve_never_shows_a_store_password() -> None:
     """The serve banner (text or a JSON log line) names the store; a PostgreSQL
     URL's password, in its user part or as a parameter, is masked there."""
-    from memchentic.cli.server import shown_location
+    pytest.importorskip("psycopg")
+    from memchentic.store.postgres_connect import _display as shown_location
 
     shown = shown_location("postgresql://mem:s3cr%40t@db:5432/m?schema=a&password=hunter2")
     assert "s3cr" not in shown and "hunter2" not in shown

@@ -67,6 +67,7 @@ def serve(
     with memory(ctx, location, embedder) as mem:  # fail early: bad store, wrong embedder
         has_keys = bool(KeyRing(mem.store).list())
         embedder_name = mem.embedder.name
+        shown = mem.store.location  # as stores show themselves: no password
     os.environ["MEMCHENTIC_STORE_URL"] = location
     os.environ["MEMCHENTIC_EMBEDDER"] = embedder_name
     if not settings().local_embedder_threads:
@@ -78,7 +79,7 @@ def serve(
     os.environ[SERVE_CONSOLE_ENV] = "0" if no_console else "1"
     console = err()
     url = f"http://{host}:{port}"
-    banner = (f"memchentic serving {shown_location(location)} at {url}  (API {url}/v1, "
+    banner = (f"memchentic serving {shown} at {url}  (API {url}/v1, "
               f"console {url}/console, MCP {url}/mcp)")  # fmt: skip
     no_keys = "warning: no API keys yet: memchentic keys create --admin"
     log_config = uvicorn_config(settings().log_format)  # LOG_FORMAT=json: JSON lines
@@ -213,19 +214,3 @@ def register(app: typer.Typer) -> None:
     app.command("mcp")(mcp)
     app.add_typer(keys_app, name="keys")
 
-
-def shown_location(location: str) -> str:
-    """A store location as a log or a terminal may show it: a URL's password (in
-    its user part or as a ``password=`` parameter) masked."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(location)
-    if not parts.scheme or not parts.netloc:
-        return location  # a file path
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:***@{host}"
-    query = [(k, "***" if k.lower() == "password" else v)
-             for k, v in parse_qsl(parts.query, keep_blank_values=True)]  # fmt: skip
-    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe="*")))

@@ -156,11 +156,22 @@ def _split_url(url: str) -> tuple[str, str | None, int, str]:
         else:
             query.append((key, value))
     libpq = urlunsplit(parts._replace(query=urlencode(query)))
-    netloc = parts.netloc
+    return libpq, schema, pool_max, _display(url)
+
+
+def _display(url: str) -> str:
+    """``url`` as logs, banners and errors show it: its password masked, in the
+    user part or as a ``password=`` parameter (libpq takes either)."""
+    parts = urlsplit(url)
+    netloc, query = parts.netloc, parts.query
     if parts.password:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    display = urlunsplit(parts._replace(netloc=netloc))
-    return libpq, schema, pool_max, display
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(k.lower() == "password" for k, _ in pairs):
+        shown = [(k, "***" if k.lower() == "password" else v) for k, v in pairs]
+        query = urlencode(shown, safe="*")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _ensure_extension(conn: psycopg.Connection[Any]) -> tuple[str, str]:
