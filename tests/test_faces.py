@@ -201,3 +201,70 @@ def test_the_packages_export_lists_are_sorted_and_real() -> None:
             continue
         assert list(names) == sorted(names, key=_isort_style), package.__name__
         assert [n for n in names if not hasattr(package, n)] == [], package.__name__
+
+
+# --- each operation's arguments as a value (issue 35, item 3) ----------------------------
+def _parameters(op: Operation) -> list[inspect.Parameter]:
+    """``Memory``'s parameters of ``op``, less ``self`` and the private ones (``_due``)."""
+    found = inspect.signature(getattr(Memory, op.name)).parameters.values()
+    return [p for p in found if p.name != "self" and not p.name.startswith("_")]
+
+
+def _option_names(op: Operation) -> set[str]:
+    """What ``Memory`` takes as free keywords for ``op``, read from the engine where it
+    keeps the list; else the documented names."""
+    from memchentic.engine.writes import ADD_OPTIONS
+
+    if op.name in ("add", "add_many"):
+        return set(ADD_OPTIONS) - {"content"}
+    if op.name == "add_message":  # record_turn's options
+        turn = inspect.signature(Memory.record_turn).parameters.values()
+        return {p.name for p in turn if p.kind is p.KEYWORD_ONLY}
+    if op.name == "add_working":  # add's, less what working memory sets itself
+        return set(ADD_OPTIONS) - {"content", "type", "session_id", "slot_key"}
+    return {
+        "revise": {"title", "tags", "metadata", "type", "confidence", "importance",
+                   "valid_from", "valid_to", "path_hint", "repo", "tier_l0", "tier_l1",
+                   "entities", "pinned", "expires_at", "now"},
+        "export": {"vectors"},
+        "import_": {"strict", "secrets"},
+        "reindex": {"embedder", "batch_size", "progress"},
+    }[op.name]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=IDS)
+def test_the_argument_class_is_the_methods_signature(op: Operation) -> None:
+    """Names, order, keyword-only-ness and defaults of the class are those of the method;
+    free keywords (``**options``) are spelled out as keyword-only options."""
+    from memchentic.args import Args
+
+    assert op.args is not Args, f"{op.name} names no argument class"
+    assert dataclasses.is_dataclass(op.args) and op.args.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    params = _parameters(op)
+    wanted = [(p.name, p.kind, p.default) for p in params if p.kind is not p.VAR_KEYWORD]
+    taken = [(p.name, p.kind, p.default) for p in inspect.signature(op.args).parameters.values()
+             if p.name not in op.args.options]  # fmt: skip
+    assert taken == wanted
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        assert set(op.args.options) == _option_names(op)
+        options = [p for p in inspect.signature(op.args).parameters.values()
+                   if p.name in op.args.options]  # fmt: skip
+        assert {p.kind for p in options} == {inspect.Parameter.KEYWORD_ONLY}
+    else:
+        assert op.args.options == frozenset()
+
+
+def test_argument_values_call_the_method(tmp_path: Any) -> None:
+    """``kwargs()`` is what the method takes: options not given stay out."""
+    from memchentic.args import UNSET, AddArgs, ReviseArgs, SearchArgs
+
+    assert AddArgs("tea", user_id="sam").kwargs() == {"content": "tea", "user_id": "sam"}
+    assert ReviseArgs("m1", title=None).kwargs() == {"memory_id": "m1", "content": None,
+                                                     "title": None}  # fmt: skip
+    assert ReviseArgs("m1").title is UNSET
+    with Memory(tmp_path / "args.db", embedder="hash") as mem:
+        mem.add(**AddArgs("Sam drinks green tea", user_id="sam").kwargs())
+        hits = mem.search(**SearchArgs("tea", user_id="sam", limit=3).kwargs())
+    assert [h.memory.content for h in hits] == ["Sam drinks green tea"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SearchArgs("tea").limit = 3  # type: ignore[misc]

@@ -23,13 +23,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memchentic"
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("base", frozenset({
-        "clock", "embed", "errors", "file_lock", "identity", "ids", "lifetime", "llm",
+        "choices", "clock", "embed", "errors", "file_lock", "identity", "ids", "lifetime", "llm",
         "metadata_filter",
         "logs", "record", "reports", "settings", "text", "tracing", "validation",
     })),
     ("store", frozenset({"store"})),
     ("domain", frozenset({"access", "context", "events", "graph", "learn", "retrieval", "write"})),
-    ("engine", frozenset({"backup", "engine", "memory", "operations", "store_copy"})),
+    ("engine", frozenset({"args", "backup", "engine", "memory", "operations", "store_copy"})),
     ("faces", frozenset({"", "aclient", "aio", "cli", "client", "integrations", "mem0", "server",
                          "wire"})),
 )  # fmt: skip

@@ -11,11 +11,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from .choices import EDGE_KINDS as EDGE_KINDS  # the vocabulary lives in choices
+from .choices import KINDS as KINDS
+from .choices import EdgeKind as EdgeKind
+from .choices import Intent as Intent
+from .choices import Kind as Kind
 from .clock import to_text
 from .errors import ValidationError
-
-Kind = Literal["entry", "guide"]
-KINDS: tuple[str, ...] = ("entry", "guide")
 
 #: Known types and what each is for. Types are free strings; these are documented.
 KNOWN_TYPES: dict[str, str] = {
@@ -51,16 +53,6 @@ DEFAULT_TYPE = "semantic"
 #: classifier may use other values).
 AFFIRMATIVE = 1
 
-EdgeKind = Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"]
-EDGE_KINDS: tuple[str, ...] = (
-    "supports",
-    "contradicts",
-    "derives_from",
-    "supersedes",
-    "related_to",
-)
-
-Intent = Literal["preview", "default", "full"]
 #: Which body a read shows, in order of preference (DESIGN section 5).
 INTENT_ORDER: dict[str, tuple[str, ...]] = {
     "preview": ("tier_l0", "tier_l1", "content"),

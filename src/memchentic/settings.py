@@ -21,17 +21,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from .choices import DuplicatePolicy, KeywordLanguage, Profile, SecretPolicy, WriteResolver
 from .errors import ValidationError
-
-Profile = Literal["rrf", "conversation", "cosine_decay", "hybrid"]
-SecretPolicy = Literal["refuse", "redact", "allow"]
-DuplicatePolicy = Literal["refuse", "reinforce", "keep"]
-WriteResolver = Literal["rules", "chat"]
-#: ``text.KEYWORD_LANGUAGES``, the snowball languages of both keyword backends.
-KeywordLanguage = Literal[
-    "danish", "dutch", "english", "finnish", "french", "german", "hungarian", "italian",
-    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "turkish",
-]  # fmt: skip
 
 
 def _env(name: str, default: Any, description: str, **kw: Any) -> Any:
