@@ -8,7 +8,6 @@ does revoking the key. Then the session table itself (``ConsoleSessions``)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 
@@ -21,7 +20,7 @@ import httpx  # noqa: E402
 
 from memchentic import Memory  # noqa: E402
 from memchentic.server.auth import KeyRing  # noqa: E402
-from memchentic.server.sessions import META_KEY, ConsoleSessions  # noqa: E402
+from memchentic.server.sessions import ConsoleSessions  # noqa: E402
 
 from .live_server import Live, live_server  # noqa: E402
 
@@ -107,7 +106,7 @@ def test_the_cookie_holds_a_session_id_not_the_key(live: Live):
     assert secret not in header and session != secret and not session.startswith("mck_")
     assert "HttpOnly" in header and "SameSite=strict" in header and "Path=/console" in header
     assert "Secure" not in header  # plain HTTP here
-    stored = live.mem.store.get_meta(META_KEY) or ""
+    stored = repr(live.mem.store.console_sessions())
     assert session not in stored and secret not in stored  # hashes only
     assert client.get("/console").status_code == 200
     # the session id does not open the API as a bearer key
@@ -168,10 +167,8 @@ def test_sessions_end_when_they_expire_and_are_bounded_per_key(make_mem: Callabl
     assert sessions.key(a) is None  # the oldest beyond SERVER_CONSOLE_SESSIONS_PER_KEY went
     assert sessions.key(b) == sessions.key(c) == record
     # a session past its end is refused
-    table = json.loads(mem.store.get_meta(META_KEY) or "{}")
-    for entry in table.values():
-        entry["expires_at"] = "2000-01-01T00:00:00.000000+00:00"
-    mem.store.set_meta(META_KEY, json.dumps(table))
+    for entry in mem.store.console_sessions():  # in their own table since migration 12
+        mem.store.save_console_session(entry._replace(expires_at="2000-01-01T00:00:00.000000+00:00"))
     assert sessions.key(b) is None and sessions.key(c) is None
     # the next sign-in prunes expired sessions and those of revoked keys
     other, other_record = ring.create(identity="alice", name="other")
@@ -179,7 +176,7 @@ def test_sessions_end_when_they_expire_and_are_bounded_per_key(make_mem: Callabl
     assert ring.revoke(other_record.id)
     assert sessions.key(kept) is None
     fresh = sessions.open(key)
-    assert fresh and len(json.loads(mem.store.get_meta(META_KEY) or "{}")) == 1
+    assert fresh and len(mem.store.console_sessions()) == 1
     assert sessions.close(fresh) and not sessions.close(fresh)
     assert sessions.key(fresh) is None
     for junk in (None, "", "x" * 10_000):

@@ -22,6 +22,7 @@ import numpy as np
 from ..identity import Grant, Identity, Invitation, Membership, Team
 from ..lifetime import DecayScan
 from ..record import Edge, Event, MemoryRecord, Turn, Version
+from .access_tables import KeyRow, SessionRow
 from .filters import MemoryFilter
 from .integrity import generic_check
 
@@ -433,6 +434,33 @@ class Store(ABC):
     def grants(
         self, *, namespace: str | None = None, grantee: str | None = None
     ) -> list[Grant]: ...
+
+    # --- API keys and console sessions (access.keys decides what they mean) -----------
+    @abstractmethod
+    def save_api_key(self, key: KeyRow) -> None: ...
+
+    @abstractmethod
+    def api_keys(self) -> list[KeyRow]:
+        """Every key, oldest first."""
+
+    @abstractmethod
+    def api_key(self, digest: str) -> KeyRow | None: ...
+
+    @abstractmethod
+    def delete_api_keys(self, key_id: str) -> int: ...
+
+    @abstractmethod
+    def save_console_session(self, session: SessionRow) -> None: ...
+
+    @abstractmethod
+    def console_sessions(self) -> list[SessionRow]:
+        """Every console session, oldest first."""
+
+    @abstractmethod
+    def console_session(self, digest: str) -> SessionRow | None: ...
+
+    @abstractmethod
+    def delete_console_sessions(self, digests: Sequence[str]) -> int: ...
 
     # --- graph neighbourhood ---------------------------------------------------------
     @abstractmethod

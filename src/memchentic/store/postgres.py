@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import StoreError
 from ..lifetime import DecayScan
 from ..record import Edge, MemoryRecord, Version
+from .access_tables import AccessTables
 from .base import MemoryFilter, RankRow, Store
 from .keywords import LANGUAGE_KEY
 from .memory_tables import MemoryTables
@@ -49,8 +50,9 @@ def _entity_names(entities: Sequence[str]) -> list[str]:
 
 
 class PostgresStore(
-    PostgresSearch, DirectoryTables, LogTables, MemoryTables, PostgresExtras, PostgresCheck, Store
-):
+    PostgresSearch, DirectoryTables, AccessTables, LogTables, MemoryTables, PostgresExtras,
+    PostgresCheck, Store,
+):  # fmt: skip
     """A memchentic store in one schema of a PostgreSQL database (pgvector required)."""
 
     def __init__(

@@ -30,6 +30,7 @@ from ..clock import to_text
 from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
 from ..text import keyword_text
+from .access_tables import AccessTables
 from .base import RankRow, Store
 from .keywords import LANGUAGE_KEY
 from .memory_tables import MemoryTables
@@ -71,8 +72,9 @@ MMAP_BYTES = 1 << 34
 
 
 class SQLiteStore(
-    SQLiteCheck, DirectoryTables, LogTables, MemoryTables, SQLiteExtras, SQLiteSearch, Store
-):
+    SQLiteCheck, DirectoryTables, AccessTables, LogTables, MemoryTables, SQLiteExtras,
+    SQLiteSearch, Store,
+):  # fmt: skip
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data)."""
 

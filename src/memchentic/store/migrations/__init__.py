@@ -34,7 +34,52 @@ STEPS: tuple[str, ...] = (
     "m009_working_by_session",
     "m010_invitation_names",
     "m011_keyword_analysis",
+    "m012_access_keys",
 )
+
+
+#: Meta keys of the JSON tables of API keys and console sessions before step 12
+#: (``m012_access_keys`` moves their rows into tables of their own).
+KEYS_META = "api_keys"
+SESSIONS_META = "console_sessions"
+#: Columns of ``api_keys`` (after its ``digest``) and ``console_sessions``.
+KEY_COLUMNS = ("id", "name", "admin", "created_at", "identity_id", "identity_kind",
+               "identity_name")  # fmt: skip
+SESSION_COLUMNS = ("digest", "key_digest", "created_at", "expires_at")
+
+
+def move_access_rows(
+    execute: Callable[[str, tuple[Any, ...]], Any], mark: str, flag: Callable[[bool], Any]
+) -> None:
+    """Step 12 on either backend: the API keys and console sessions that lived as JSON
+    in ``meta`` become rows of ``api_keys`` and ``console_sessions`` (``mark`` is the
+    parameter marker, ``flag`` a boolean as the backend stores it); the meta rows go.
+    Entries that are not objects are dropped, as reading them always did."""
+    import json
+
+    def load(key: str) -> dict[str, Any]:
+        row = execute(f"SELECT value FROM meta WHERE key = {mark}", (key,)).fetchone()
+        data = json.loads(row[0]) if row and row[0] else {}
+        return data if isinstance(data, dict) else {}
+
+    marks = ", ".join([mark] * (len(KEY_COLUMNS) + 1))
+    for digest, key in load(KEYS_META).items():
+        if isinstance(key, dict):
+            values = [key.get(c) for c in KEY_COLUMNS]
+            values[0] = values[0] or digest[:12]
+            values[1] = values[1] or values[0]
+            values[2] = flag(bool(values[2]))
+            values[3] = values[3] or ""
+            execute(f"INSERT INTO api_keys (digest, {', '.join(KEY_COLUMNS)}) VALUES ({marks})",
+                    (digest, *values))  # fmt: skip
+    marks = ", ".join([mark] * len(SESSION_COLUMNS))
+    for digest, session in load(SESSIONS_META).items():
+        if isinstance(session, dict):
+            row = (digest, str(session.get("key")), str(session.get("created_at") or ""),
+                   str(session.get("expires_at") or ""))  # fmt: skip
+            execute(f"INSERT INTO console_sessions ({', '.join(SESSION_COLUMNS)}) "
+                    f"VALUES ({marks})", row)  # fmt: skip
+    execute(f"DELETE FROM meta WHERE key IN ({mark}, {mark})", (KEYS_META, SESSIONS_META))
 
 
 def ordered(functions: Mapping[str, Any]) -> list[Any]:

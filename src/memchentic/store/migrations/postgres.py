@@ -19,7 +19,7 @@ from typing import Any
 
 from ...clock import utcnow
 from ...text import CJK_RUN
-from . import ordered, plan, renumber
+from . import move_access_rows, ordered, plan, renumber
 
 #: The text search configuration of the keyword index: the English snowball
 #: stemmer without a stopword list (stopwords stay searchable, as in SQLite).
@@ -357,6 +357,30 @@ def m011_keyword_analysis(conn: Any) -> None:
             )
         last = rows[-1][0]
     conn.execute("SELECT memchentic_flush_terms()")
+
+
+def m012_access_keys(conn: Any) -> None:
+    """API keys and console sessions in tables of their own (issue 35, item 2): they
+    were JSON documents in ``meta``, read and written whole on each change; their
+    rows move here (:func:`~.move_access_rows`). Hashes only, as before. The tables
+    are made only where missing: a store renumbered from before issue 23 may run
+    this step again (tests/test_store_files.py)."""
+    conn.execute(
+        'CREATE TABLE IF NOT EXISTS api_keys (digest text COLLATE "C" PRIMARY KEY, '
+        'id text COLLATE "C" NOT NULL, name text NOT NULL, admin boolean NOT NULL, '
+        'created_at text COLLATE "C" NOT NULL, identity_id text, identity_kind text, '
+        "identity_name text)"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS ix_api_keys_id ON api_keys (id)")
+    conn.execute(
+        'CREATE TABLE IF NOT EXISTS console_sessions (digest text COLLATE "C" PRIMARY KEY, '
+        'key_digest text COLLATE "C" NOT NULL, created_at text COLLATE "C" NOT NULL, '
+        'expires_at text COLLATE "C" NOT NULL)'
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS ix_console_sessions_key ON console_sessions (key_digest)"
+    )
+    move_access_rows(conn.execute, "%s", bool)
 
 
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ...clock import to_text, utcnow
-from . import ordered, plan, renumber
+from . import move_access_rows, ordered, plan, renumber
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -351,6 +351,38 @@ def m011_keyword_analysis(conn: sqlite3.Connection) -> None:
         INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
         """,
     )
+
+
+def m012_access_keys(conn: sqlite3.Connection) -> None:
+    """API keys and console sessions in tables of their own (issue 35, item 2): they
+    were JSON documents in ``meta``, read and written whole on each change; their
+    rows move here (:func:`~.move_access_rows`). Hashes only, as before. The tables
+    are made only where missing: a store renumbered from before issue 23 may run
+    this step again (tests/test_store_files.py)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE IF NOT EXISTS api_keys (
+            digest TEXT PRIMARY KEY,
+            id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            admin INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            identity_id TEXT,
+            identity_kind TEXT,
+            identity_name TEXT
+        );
+        CREATE INDEX IF NOT EXISTS ix_api_keys_id ON api_keys(id);
+        CREATE TABLE IF NOT EXISTS console_sessions (
+            digest TEXT PRIMARY KEY,
+            key_digest TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS ix_console_sessions_key ON console_sessions(key_digest);
+        """,
+    )
+    move_access_rows(conn.execute, "?", int)
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())
