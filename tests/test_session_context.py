@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memchentic import Memory, Settings
 from memchentic.record import MemoryRecord
 from memchentic.retrieval import context, cues, pipeline, signals
+from memchentic.retrieval.knobs import Knobs
 from memchentic.retrieval.profiles import ScoringContext, get_profile
 from memchentic.store.base import MemoryFilter, Store
 
@@ -62,7 +63,8 @@ def old_candidates(
     store: Store, req: pipeline.SearchRequest, settings: Settings
 ) -> list[pipeline.Candidate]:
     """``pipeline._assemble`` before: every candidate and neighbour loaded whole."""
-    stages = pipeline._stages(store, req, settings)
+    knobs = Knobs.of(settings)
+    stages = pipeline._stages(store, req, knobs)
     records = store.get_many(stages.ids())
     rows, near = old_neighbours(store, req.flt, list(records.values()), GAP)
     for memory_id in list(records):
@@ -71,7 +73,7 @@ def old_candidates(
     adjacent = {i: [o for o in near.get(i, ()) if o in records] for i in records}
     ids = list(records)
     cosines = pipeline._true_cosines(store, req, stages, ids)
-    ranked = pipeline._rank(ids, stages, cosines, adjacent, settings)
+    ranked = pipeline._rank(ids, stages, cosines, adjacent, knobs)
     candidates = [
         pipeline._candidate(records[i], ranked, cosines, stages.keyword)
         for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank

@@ -24,7 +24,8 @@ from ..record import MemoryRecord
 from ..settings import Settings
 from ..store.base import MemoryFilter, RankRow, Store, stored_cosines
 from . import context, cues, rerank, signals
-from .profiles import Candidate, ScoringContext, SearchProfile
+from .knobs import Knobs
+from .profiles import Candidate, ScoringContext, SearchProfile, knobs_of
 from .router import route
 
 
@@ -36,6 +37,9 @@ class Reranker(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
+    """One search: the query and its vector, what may be read, how many, and the
+    profile it ranks with (its knobs, else those of the settings ``run`` gets)."""
+
     query: str
     vector: np.ndarray
     flt: MemoryFilter
@@ -45,15 +49,17 @@ class SearchRequest:
     path_hint: str | None = None
 
 
-def gather(store: Store, req: SearchRequest, settings: Settings) -> list[Candidate]:
+def gather(store: Store, req: SearchRequest, settings: Settings | None = None) -> list[Candidate]:
     """Candidates from both stages, with their ranks and similarities.
 
-    Each stage fetches ``max(limit x KNN_OVERFETCH_MULTIPLIER, SEARCH_CANDIDATE_FLOOR)``.
-    With ``SEARCH_CONTEXT_WEIGHT`` > 0, the adjacent memories of the same session
-    join the candidates and each stage's list is ordered by the stage score plus
-    that weight times the best adjacent score (``signals.with_context``).
+    Each stage fetches ``max(limit x fetch_multiplier, candidate_floor)`` (the
+    profile's :class:`Knobs`; ``settings``' for a profile without its own). With
+    ``context_weight`` > 0, the adjacent memories of the same session join the
+    candidates and each stage's list is ordered by the stage score plus that
+    weight times the best adjacent score (``signals.with_context``).
     """
-    return _assemble(store, req, settings, _stages(store, req, settings))
+    knobs = knobs_of(req.profile, settings)
+    return _assemble(store, req, knobs, _stages(store, req, knobs))
 
 
 @dataclass(slots=True)
@@ -100,11 +106,11 @@ def _forget_stage_pool() -> None:
 os.register_at_fork(after_in_child=_forget_stage_pool)
 
 
-def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
+def _stages(store: Store, req: SearchRequest, knobs: Knobs) -> _Stages:
     """Both stages' candidates. On a store with concurrent reads (a server
     database) the keyword stage runs on another thread and connection while this
     one runs the vector stage: the server works on both at once."""
-    fetch = max(req.limit * settings.knn_overfetch_multiplier, settings.search_candidate_floor)
+    fetch = max(req.limit * knobs.fetch_multiplier, knobs.candidate_floor)
     rows: dict[str, RankRow] = {}
     keyword_rows: dict[str, RankRow] = {}
     if not store.concurrent_reads():
@@ -120,7 +126,7 @@ def _stages(store: Store, req: SearchRequest, settings: Settings) -> _Stages:
             wait([pending])
         by_keyword = pending.result()
     rows.update(keyword_rows)
-    by_vector = [(i, cosine) for i, cosine in found if cosine > settings.search_min_similarity]
+    by_vector = [(i, cosine) for i, cosine in found if cosine > knobs.min_similarity]
     return _Stages(fetch, by_vector, by_keyword, rows)
 
 
@@ -185,14 +191,14 @@ def _rank(
     stages: _Stages,
     cosines: dict[str, float],
     adjacent: dict[str, list[str]] | None,
-    settings: Settings,
+    knobs: Knobs,
 ) -> _Ranked:
     keyword = stages.keyword
     if adjacent:  # by score with context, best first, then by id (sorts are stable)
         near = _neighbour_index(ids, adjacent)
-        vctx = _with_context(ids, cosines, near, settings.search_context_weight)
-        kctx = _with_context(ids, keyword, near, settings.search_context_weight)
-        floor = settings.search_min_similarity
+        vctx = _with_context(ids, cosines, near, knobs.context_weight)
+        kctx = _with_context(ids, keyword, near, knobs.context_weight)
+        floor = knobs.min_similarity
         by_id = sorted(ids)
         vector_order = sorted([i for i in by_id if vctx[i] > floor],
                               key=vctx.__getitem__, reverse=True)[: stages.fetch]  # fmt: skip
@@ -204,10 +210,10 @@ def _rank(
         present = set(ids)
         vector_order = [i for i, _ in stages.by_vector if i in present]
         keyword_order = [i for i, _ in stages.by_keyword if i in present]
-    if keyword_order and settings.search_keyword_min_ratio > 0:
+    if keyword_order and knobs.keyword_min_ratio > 0:
         # A keyword match scoring a sliver of the best one (only common words in
         # common) is not evidence: its rank would be noise in the fusion.
-        floor = settings.search_keyword_min_ratio * kctx[keyword_order[0]]
+        floor = knobs.keyword_min_ratio * kctx[keyword_order[0]]
         keyword_order = [i for i in keyword_order if kctx[i] >= floor]
     return _Ranked(
         vctx, kctx,
@@ -260,31 +266,29 @@ def _candidate(
 def _neighbours(
     store: Store,
     req: SearchRequest,
-    settings: Settings,
+    knobs: Knobs,
     ids: list[str],
     rows: Mapping[str, RankRow | MemoryRecord],
 ) -> context.Neighbourhood:
     """:func:`context.neighbours` of the candidates ``ids`` (``rows``: theirs)."""
     points = [(r.namespace, r.session_id, r.created_at) for i in ids
               if (r := rows[i]).session_id and r.created_at is not None]  # fmt: skip
-    gap = timedelta(hours=settings.search_context_gap_hours)
+    gap = timedelta(hours=knobs.context_gap_hours)
     return context.neighbours(store, req.flt, ids, points, gap)
 
 
-def _assemble(
-    store: Store, req: SearchRequest, settings: Settings, stages: _Stages
-) -> list[Candidate]:
+def _assemble(store: Store, req: SearchRequest, knobs: Knobs, stages: _Stages) -> list[Candidate]:
     """Every candidate, loaded whole."""
     records = store.get_many(stages.ids())
     adjacent: dict[str, list[str]] | None = None
-    if settings.search_context_weight > 0 and records:
-        hood = _neighbours(store, req, settings, list(records), records)
+    if knobs.context_weight > 0 and records:
+        hood = _neighbours(store, req, knobs, list(records), records)
         if hood.added:
             records.update(store.get_many(hood.added))
         adjacent = {i: [o for o in hood.adjacent.get(i, ()) if o in records] for i in records}
     ids = list(records)
     cosines = _true_cosines(store, req, stages, ids)
-    ranked = _rank(ids, stages, cosines, adjacent, settings)
+    ranked = _rank(ids, stages, cosines, adjacent, knobs)
     keyword = stages.keyword
     candidates = [
         _candidate(records[i], ranked, cosines, keyword)
@@ -313,7 +317,7 @@ _BOUND_SLACK = 1e-9
 
 
 def _bounded(
-    store: Store, req: SearchRequest, settings: Settings, stages: _Stages, ctx: ScoringContext
+    store: Store, req: SearchRequest, knobs: Knobs, stages: _Stages, ctx: ScoringContext
 ) -> list[Candidate] | None:
     """The candidates that can make the top ``limit``, scored; None when the
     profile has no bound (then :func:`_assemble` loads them all).
@@ -333,8 +337,8 @@ def _bounded(
     rows = _rank_rows(store, stages, wanted)
     ids = [i for i in wanted if i in rows]
     adjacent: dict[str, list[str]] | None = None
-    if settings.search_context_weight > 0 and ids:
-        hood = _neighbours(store, req, settings, ids, rows)
+    if knobs.context_weight > 0 and ids:
+        hood = _neighbours(store, req, knobs, ids, rows)
         adjacent = hood.adjacent
         if hood.added:
             rows.update(_rank_rows(store, stages, hood.added, vectors=True))
@@ -342,7 +346,7 @@ def _bounded(
             if len(ids) < len(adjacent):  # some vanished since the stages ran
                 adjacent = {i: [o for o in adjacent[i] if o in rows] for i in ids}
     cosines = _true_cosines(store, req, stages, ids, rows)
-    ranked = _rank(ids, stages, cosines, adjacent, settings)
+    ranked = _rank(ids, stages, cosines, adjacent, knobs)
     keyword = stages.keyword
     ranked_ids = [i for i in ids if i in ranked.vector_rank or i in ranked.keyword_rank]
     values = bound(
@@ -389,12 +393,12 @@ def _add_coverage(store: Store, query: str, candidates: list[Candidate]) -> None
 
 
 def _second_stage(
-    req: SearchRequest, settings: Settings, ranked: list[Candidate], depth: int
+    req: SearchRequest, knobs: Knobs, ranked: list[Candidate], depth: int
 ) -> list[Candidate]:
     """The first ``depth`` of ``ranked`` (best first) reordered by the second
     stage's signals (``rerank.SIGNALS``); the rest after them, as they were."""
     head = ranked[:depth]
-    rerank.rescore(head, rerank.query_cues(req.query), rerank.weights_of(settings))
+    rerank.rescore(head, rerank.query_cues(req.query), knobs.rerank_weights())
     head.sort(key=lambda c: (-c.score, c.memory.id))
     return head + ranked[depth:]
 
@@ -402,37 +406,42 @@ def _second_stage(
 def run(
     store: Store,
     req: SearchRequest,
-    settings: Settings,
+    settings: Settings | None = None,
     *,
     reranker: Reranker | None = None,
 ) -> list[Candidate]:
-    """Scored, ordered candidates, at most ``req.limit``."""
-    stages = _stages(store, req, settings)
+    """Scored, ordered candidates, at most ``req.limit``.
+
+    Everything that ranks them comes from ``req`` and its profile's
+    :class:`Knobs`; ``settings`` only lends its knobs to a profile that carries
+    none (a named recipe: ``profiles.resolve``)."""
+    knobs = knobs_of(req.profile, settings)
+    if req.profile.knobs is None:
+        req = replace(req, profile=req.profile.with_knobs(knobs))
+    stages = _stages(store, req, knobs)
     ctx = ScoringContext(
         now=req.now,
-        settings=settings,
         path_hint=req.path_hint,
         query_words=frozenset(cues.words(req.query)),
-        query_dates=tuple(
-            cues.query_dates(req.query, req.now if settings.search_relative_dates else None)
-        ),
+        query_dates=tuple(cues.query_dates(req.query, req.now if knobs.relative_dates else None)),
+        knobs=knobs,
     )
-    rescored = settings.memory_selroute_enabled or (
-        reranker is not None and settings.memory_reranker_enabled
+    rescored = knobs.route or (
+        reranker is not None and knobs.reranker
     )  # both change scores after the profile's: every candidate counts
-    second = settings.search_rerank and req.profile.rerank
-    depth = settings.search_rerank_depth if second else req.limit
+    second = knobs.rerank and req.profile.rerank
+    depth = knobs.rerank_depth if second else req.limit
     # the second stage needs its first `depth` exact, the answer its first `limit`
     head_req = replace(req, limit=max(req.limit, depth))
     with tracing.span("memchentic.search.rank", {"memchentic.profile": req.profile.name}) as span:
-        candidates = None if rescored else _bounded(store, head_req, settings, stages, ctx)
+        candidates = None if rescored else _bounded(store, head_req, knobs, stages, ctx)
         if candidates is None:
-            candidates = _assemble(store, req, settings, stages)
+            candidates = _assemble(store, req, knobs, stages)
             for cand in candidates:
                 cand.score = req.profile.scorer(cand, ctx)
-        if settings.memory_selroute_enabled:
+        if knobs.route:
             kind, favoured = route(req.query)
-            boost = 1.0 + settings.memory_selroute_boost
+            boost = 1.0 + knobs.route_boost
             for cand in candidates:
                 factor = boost if cand.memory.type in favoured else 1.0
                 cand.trace["route"] = factor
@@ -441,9 +450,9 @@ def run(
         span.set_attribute("memchentic.candidates", len(candidates))
     if second and candidates:
         with tracing.span("memchentic.search.second_stage", {"memchentic.depth": depth}):
-            candidates = _second_stage(req, settings, candidates, depth)
-    if reranker is not None and settings.memory_reranker_enabled and candidates:
-        head = candidates[: req.limit * settings.knn_overfetch_multiplier]
+            candidates = _second_stage(req, knobs, candidates, depth)
+    if reranker is not None and knobs.reranker and candidates:
+        head = candidates[: req.limit * knobs.fetch_multiplier]
         with tracing.span("memchentic.search.rerank", {"memchentic.candidates": len(head)}):
             scores = list(reranker.rerank(req.query, [c.memory.content for c in head]))
         for cand, value in zip(head, scores, strict=True):

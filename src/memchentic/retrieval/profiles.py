@@ -5,13 +5,18 @@ pure signals, and every scorer returns its score with the trace of its signals.
     conversation  rrf, with speakers also read from "Name: text" transcript lines
     cosine_decay  min(1, cosine x decayed_confidence) [+ keyword boost]
     hybrid        wv x cosine + wk x keyword coverage + wr x recency + wi x importance
+
+A profile also carries every parameter a search ranks with (:class:`Knobs`,
+issue 35 item 4): the named ones take the settings' (:func:`resolve`), a caller
+may pass a tuned one (:meth:`SearchProfile.tuned`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +26,7 @@ from ..record import MemoryRecord
 from ..settings import Settings
 from ..store.base import RankRow
 from . import cues, signals
+from .knobs import Knobs
 
 
 @dataclass(slots=True)
@@ -40,15 +46,29 @@ class Candidate:
     score: float = 0.0
 
 
+#: A context's knobs when none are given: those of its ``settings``, else the defaults.
+_OF_SETTINGS = Knobs()
+
+
 @dataclass(frozen=True, slots=True)
 class ScoringContext:
+    """What a scorer reads besides the candidate: the time asked, the query's
+    cues and the profile's :class:`Knobs`."""
+
     now: datetime
-    settings: Settings
+    #: Where ``knobs`` come from when none are given (a context built from settings).
+    settings: Settings | None = None
     path_hint: str | None = None
     #: Lower-cased words of the query (for the speaker cue).
     query_words: frozenset[str] = frozenset()
     #: Dates the query names, as [start, end) (for the date cue).
     query_dates: tuple[tuple[datetime, datetime], ...] = ()
+    #: The ranking parameters; by default those of ``settings`` (else the defaults).
+    knobs: Knobs = _OF_SETTINGS
+
+    def __post_init__(self) -> None:
+        if self.knobs is _OF_SETTINGS and self.settings is not None:
+            object.__setattr__(self, "knobs", Knobs.of(self.settings))
 
 
 #: Types whose recency follows ``SEARCH_EPISODIC_RECENCY_DAYS`` (the horizon signal).
@@ -67,31 +87,25 @@ def _rank_value(rank: int | None) -> float:
 
 
 def score_rrf(c: Candidate, ctx: ScoringContext, *, prefix_speakers: bool = False) -> float:
-    s, m = ctx.settings, c.memory
+    k, m = ctx.knobs, c.memory
     speaker = cues.speaker_of(m.content, m.metadata, prefix=prefix_speakers)
     age = age_days(ctx.now, m.updated_at)
     parts = {
-        "match": signals.match((c.vector_rank, c.keyword_rank), s.rrf_k),
-        "freshness": signals.freshness(age, s.search_recency_half_life_days),
-        "path": signals.path_factor(
-            signals.paths_match(m.path_hint, ctx.path_hint), s.search_path_boost
-        ),
-        "confidence": signals.confidence_factor(
-            m.kind, m.reinforcement, s.search_guide_confidence_weight
-        ),
-        "usage": signals.usage(m.recall_count, s.memory_usage_score_weight),
+        "match": signals.match((c.vector_rank, c.keyword_rank), k.rrf_k),
+        "freshness": signals.freshness(age, k.recency_half_life_days),
+        "path": signals.path_factor(signals.paths_match(m.path_hint, ctx.path_hint), k.path_boost),
+        "confidence": signals.confidence_factor(m.kind, m.reinforcement, k.guide_confidence_weight),
+        "usage": signals.usage(m.recall_count, k.usage_weight),
         # Extra signals: each is exactly 1 when it does not apply.
         "speaker": signals.boost_factor(
             bool(ctx.query_words)
-            and cues.names_speaker(ctx.query_words, speaker, roles=s.search_role_persons),
-            s.search_speaker_boost,
+            and cues.names_speaker(ctx.query_words, speaker, roles=k.role_persons),
+            k.speaker_boost,
         ),
         "date": signals.boost_factor(
-            cues.in_any(m.valid_from or m.created_at, ctx.query_dates), s.search_date_boost
+            cues.in_any(m.valid_from or m.created_at, ctx.query_dates), k.date_boost
         ),
-        "horizon": signals.horizon(
-            age, s.search_recency_half_life_days, s.search_episodic_recency_days
-        )
+        "horizon": signals.horizon(age, k.recency_half_life_days, k.episodic_recency_days)
         if m.type in EPISODIC_TYPES
         else 1.0,
     }
@@ -131,10 +145,10 @@ def bound_rrf(
     Computed for all candidates at once, with the signals' own formulas on arrays
     (the same operations in the same order, so the same values up to the last
     bit of ``log1p``, which the pipeline's slack covers)."""
-    s = ctx.settings
+    knobs = ctx.knobs
     if not rows:
         return []
-    k, half_life = s.rrf_k, s.search_recency_half_life_days
+    k, half_life = knobs.rrf_k, knobs.recency_half_life_days
     vr = np.array([r or 0 for r in vector_ranks], dtype=np.float64)
     kr = np.array([r or 0 for r in keyword_ranks], dtype=np.float64)
     with np.errstate(divide="ignore"):
@@ -144,15 +158,15 @@ def bound_rrf(
     score *= 1.0 / (1.0 + age / half_life)  # freshness
     if ctx.path_hint:
         matches = [signals.paths_match(row.path_hint, ctx.path_hint) for row in rows]
-        score *= np.where(matches, 1.0 + s.search_path_boost, 1.0)
+        score *= np.where(matches, 1.0 + knobs.path_boost, 1.0)
     guide = np.array([row.kind == "guide" for row in rows])
     if guide.any():
         reinforcement = np.array([row.reinforcement for row in rows], dtype=np.float64)
-        score *= np.where(guide, 1.0 + s.search_guide_confidence_weight * reinforcement, 1.0)
+        score *= np.where(guide, 1.0 + knobs.guide_confidence_weight * reinforcement, 1.0)
     recalls = np.array([row.recall_count for row in rows], dtype=np.float64)
-    score *= 1.0 + s.memory_usage_score_weight * np.log1p(np.maximum(recalls, 0.0))
+    score *= 1.0 + knobs.usage_weight * np.log1p(np.maximum(recalls, 0.0))
     score *= spread_rrf(ctx)  # the speaker and date cues at their largest
-    own = s.search_episodic_recency_days
+    own = knobs.episodic_recency_days
     if own > 0 and own != half_life:
         episodic = np.array([row.type in EPISODIC_TYPES for row in rows])
         if episodic.any():
@@ -163,22 +177,22 @@ def bound_rrf(
 def spread_rrf(ctx: ScoringContext) -> float:
     """How far below its :func:`bound_rrf` a score can fall, as a ratio: the cues
     the bound takes at their largest (each is 1 or ``1 + boost``)."""
-    s = ctx.settings
+    k = ctx.knobs
     spread = 1.0
     if ctx.query_words:
-        spread *= max(1.0, 1.0 + s.search_speaker_boost)
+        spread *= max(1.0, 1.0 + k.speaker_boost)
     if ctx.query_dates:
-        spread *= max(1.0, 1.0 + s.search_date_boost)
+        spread *= max(1.0, 1.0 + k.date_boost)
     return spread
 
 
 def score_cosine_decay(c: Candidate, ctx: ScoringContext) -> float:
-    s, m = ctx.settings, c.memory
+    k, m = ctx.knobs, c.memory
     age = age_days(ctx.now, m.created_at)
-    decay = signals.decay(age, s.memory_decay_half_life_days)
+    decay = signals.decay(age, k.decay_half_life_days)
     decayed = m.confidence * decay
     base = min(1.0, max(0.0, c.cosine) * decayed)
-    boost = s.memory_hybrid_keyword_boost * c.coverage if s.memory_hybrid_enabled else 0.0
+    boost = k.keyword_boost * c.coverage if k.keyword_boost_enabled else 0.0
     c.trace.update(
         cosine=c.cosine,
         confidence=m.confidence,
@@ -194,14 +208,14 @@ def score_cosine_decay(c: Candidate, ctx: ScoringContext) -> float:
 
 
 def score_hybrid(c: Candidate, ctx: ScoringContext) -> float:
-    s, m = ctx.settings, c.memory
+    k, m = ctx.knobs, c.memory
     age = age_days(ctx.now, m.updated_at)
-    recency = signals.decay(age, s.search_recency_half_life_days)
+    recency = signals.decay(age, k.recency_half_life_days)
     parts = {
-        "vector": s.hybrid_vector_weight * max(0.0, c.cosine),
-        "keyword": s.hybrid_keyword_weight * c.coverage,
-        "recency": s.hybrid_recency_weight * recency,
-        "importance": s.hybrid_importance_weight * m.importance,
+        "vector": k.hybrid_vector_weight * max(0.0, c.cosine),
+        "keyword": k.hybrid_keyword_weight * c.coverage,
+        "recency": k.hybrid_recency_weight * recency,
+        "importance": k.hybrid_importance_weight * m.importance,
     }
     c.trace.update(
         cosine=c.cosine,
@@ -210,14 +224,23 @@ def score_hybrid(c: Candidate, ctx: ScoringContext) -> float:
         recency_decay=recency,
         vector_rank=_rank_value(c.vector_rank),
         keyword_rank=_rank_value(c.keyword_rank),
-        **{f"{k}_part": v for k, v in parts.items()},
+        **{f"{name}_part": v for name, v in parts.items()},
     )
     return sum(parts.values())
 
 
 @dataclass(frozen=True, slots=True)
 class SearchProfile:
-    """A named ranking preset."""
+    """A ranking preset: how the first stage scores (``scorer``, ``bound``, ...)
+    and every parameter the search ranks with (``knobs``).
+
+    The named profiles below are recipes without knobs: a search takes the
+    engine's settings' (:func:`resolve`). A caller tunes one as a value and
+    passes it where a profile name is accepted::
+
+        mem.search("...", profile=RRF.tuned(rrf_k=30, rerank=False))
+        mem.search("...", profile=resolve("rrf", mem.settings).tuned(rerank_depth=20))
+    """
 
     name: str
     scorer: Scorer
@@ -234,6 +257,16 @@ class SearchProfile:
     #: this profile's first candidates: the fused-rank profiles, whose scores keep
     #: no trace of what the text says.
     rerank: bool = False
+    #: The ranking parameters; None: those of the settings a search runs under.
+    knobs: Knobs | None = None
+
+    def tuned(self, **changes: Any) -> SearchProfile:
+        """This profile with its knobs changed (:meth:`Knobs.tuned`); a recipe's
+        knobs start from the documented defaults (not the environment's)."""
+        return replace(self, knobs=(self.knobs or Knobs()).tuned(**changes))
+
+    def with_knobs(self, knobs: Knobs) -> SearchProfile:
+        return replace(self, knobs=knobs)
 
 
 RRF = SearchProfile(
@@ -261,9 +294,28 @@ PROFILES: dict[str, SearchProfile] = {p.name: p for p in (RRF, CONVERSATION, COS
 
 
 def get_profile(name: str | SearchProfile) -> SearchProfile:
+    """The named recipe (knobs from the settings a search runs under), or the profile given."""
     if isinstance(name, SearchProfile):
         return name
     try:
         return PROFILES[name]
     except (KeyError, TypeError):
         raise ValidationError("profile", f"must be one of {', '.join(PROFILES)}") from None
+
+
+def knobs_of(profile: SearchProfile, settings: Settings | None = None) -> Knobs:
+    """The knobs ``profile`` ranks with: its own, else those of ``settings``
+    (else the documented defaults)."""
+    if profile.knobs is not None:
+        return profile.knobs
+    return Knobs.of(settings) if settings is not None else Knobs()
+
+
+def resolve(choice: str | SearchProfile, settings: Settings | None = None) -> SearchProfile:
+    """The profile a search ranks with, knobs and all: a name, or a recipe
+    without knobs, takes those of ``settings`` (so the ``SEARCH_*`` settings tune
+    the named profiles); a tuned profile is itself."""
+    profile = get_profile(choice)
+    if profile.knobs is not None:
+        return profile
+    return profile.with_knobs(knobs_of(profile, settings))
