@@ -268,3 +268,154 @@ def test_argument_values_call_the_method(tmp_path: Any) -> None:
     assert [h.memory.content for h in hits] == ["Sam drinks green tea"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         SearchArgs("tea").limit = 3  # type: ignore[misc]
+
+
+# --- what each face offers of an operation's arguments ------------------------------------
+# A face's parameter is the argument field of the same name, or of the name given here.
+RENAMED: dict[str, dict[str, str]] = {
+    "http": {"tag": "tags", "type": "type"},
+    "mcp": {"id": "memory_id"},
+    "cli": {"user": "user_id", "agent": "agent_id", "session": "session_id", "tag": "tags",
+            "type_": "type", "filter_": "filters", "path": "path_hint", "trace": "include_trace",
+            "slot": "slot_key", "budget": "budget_tokens", "text": "content"},
+}  # fmt: skip
+#: Renames of one operation on one face.
+RENAMED_FOR: dict[tuple[str, str], dict[str, str]] = {
+    ("http", "events"): {"type": "types"},
+    ("http", "add_message"): {"role": "message", "content": "message"},
+    ("cli", "learn"): {"file": "messages"},
+    ("cli", "export"): {"file": "target"},
+    ("cli", "import_"): {"file": "source"},
+}
+#: A face's own parameters that are no argument of the operation (output, which store).
+PRESENTATION: dict[str, set[str]] = {"http": set(), "mcp": set(),
+                                     "cli": {"as_json", "store", "embedder"}}  # fmt: skip
+
+NOW = "the clock is the engine's: only a caller in its process (a test, a replay) moves it"
+OBJECT = "a Python object of the caller's process (a model client, a callback)"
+CLOCK_AND_OBJECTS = {"now": NOW, "chat": OBJECT, "summarizer": OBJECT, "extractor": OBJECT,
+                     "embedder": OBJECT, "progress": OBJECT}  # fmt: skip
+TOOL = "an agent's tool stays small: each parameter is read by the model on every turn"
+SHELL = "not offered at the shell: the library and HTTP take it"
+BATCH = "each item of the batch carries its own options (the HTTP AddRequest)"
+STREAMED = "the export streams to the caller, who writes it where it wants"
+
+#: Fields a face leaves out on purpose, with the reason, by face and operation
+#: (``now`` and Python objects are left out of every remote face: CLOCK_AND_OBJECTS).
+OMITTED: dict[str, dict[str, dict[str, str]]] = {
+    "http": {
+        "add_many": dict.fromkeys(("type", "kind", "title", "tags", "metadata", "slot_key",
+                                   "user_id", "agent_id", "session_id", "namespace", "confidence",
+                                   "importance", "ttl_days", "permanent", "expires_at",
+                                   "created_at", "valid_from", "valid_to", "path_hint", "repo",
+                                   "entities", "tier_l0", "tier_l1", "pinned", "secrets",
+                                   "on_duplicate", "auto_edges"), BATCH),  # fmt: skip
+        "export": {"target": STREAMED},
+    },
+    "mcp": {
+        "add": dict.fromkeys(("agent_id", "auto_edges", "confidence", "created_at", "entities",
+                              "expires_at", "on_duplicate", "path_hint", "permanent", "pinned",
+                              "repo", "secrets", "session_id", "tier_l0", "tier_l1",
+                              "valid_from", "valid_to"), TOOL),  # fmt: skip
+        "revise": dict.fromkeys(("confidence", "entities", "expires_at", "metadata", "path_hint",
+                                 "pinned", "repo", "tier_l0", "tier_l1", "valid_from",
+                                 "valid_to"), TOOL),  # fmt: skip
+        "search": dict.fromkeys(("agent_id", "as_of", "include_expired", "include_superseded",
+                                 "intent", "kind", "path_hint", "profile", "repo", "threshold",
+                                 "tier"), TOOL),  # fmt: skip
+        "recall": dict.fromkeys(("agent_id", "as_of"), TOOL),
+        "list": dict.fromkeys(("agent_id", "as_of", "filters", "include_expired",
+                               "include_superseded", "kind", "newest_first", "offset"), TOOL),
+        "relate": {"metadata": TOOL},
+        "context": dict.fromkeys(("agent_id", "as_of", "limit", "namespace", "recent_turns"), TOOL),
+    },
+    "cli": {
+        "add": dict.fromkeys(("auto_edges", "created_at", "entities", "expires_at", "metadata",
+                              "path_hint", "pinned", "repo", "secrets", "session_id", "tier_l0",
+                              "tier_l1", "valid_from", "valid_to"), SHELL),  # fmt: skip
+        "revise": dict.fromkeys(("confidence", "entities", "expires_at", "importance", "metadata",
+                                 "path_hint", "pinned", "repo", "tags", "tier_l0", "tier_l1",
+                                 "title", "type", "valid_from", "valid_to"), SHELL),  # fmt: skip
+        "search": dict.fromkeys(("include_superseded", "intent", "kind", "tier"), SHELL),
+        "get": {"touch": "`memchentic get` is a person reading a memory: a recall"},
+        "list": dict.fromkeys(("as_of", "filters", "include_superseded", "kind", "newest_first",
+                               "offset", "tags"), SHELL),  # fmt: skip
+        "neighbors": {"limit": SHELL},
+        "ask": {"agent_id": SHELL},
+        "record_turn": {"metadata": SHELL},
+        "context": {"as_of": SHELL, "recent_turns": SHELL},
+        "learn": {"metadata": SHELL},
+        "import_": {"secrets": SHELL},
+        "reindex": {"batch_size": SHELL},
+    },
+}
+
+
+def _offered_http(op: Operation, spec: dict[str, Any]) -> set[str]:
+    method, path = op.http.split(" ", 1)  # type: ignore[union-attr]
+    item = spec["paths"]["/v1" + path][method.lower()]
+    names = {p["name"] for p in item.get("parameters", [])}
+    if "requestBody" in item:
+        ref = item["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        names |= set(spec["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"])
+    return names
+
+
+def _faces(tmp_path: Any) -> dict[str, dict[str, set[str]]]:
+    """Each face's parameters of each operation it offers, by face and operation name."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("mcp")
+    import asyncio
+
+    import typer.main
+
+    from memchentic.cli import app
+    from memchentic.server.app import create_app
+    from memchentic.server.mcp_server import build_server
+
+    mem = Memory(tmp_path / "faces.db", embedder="hash")
+    try:
+        spec = create_app(mem, mcp=False, console=False).openapi()
+        tools = asyncio.run(build_server(lambda _: mem).list_tools())
+    finally:
+        mem.close()
+    schemas = {tool.name: set(tool.input_schema["properties"]) for tool in tools}
+    root: Any = typer.main.get_command(app)
+    found: dict[str, dict[str, set[str]]] = {"http": {}, "mcp": {}, "cli": {}}
+    for op in OPERATIONS:
+        if op.http:
+            found["http"][op.name] = _offered_http(op, spec)
+        if op.mcp:
+            found["mcp"][op.name] = schemas[op.mcp]
+        if op.cli:
+            command = root
+            for word in op.cli.split():
+                command = command.commands[word]
+            found["cli"][op.name] = {p.name for p in command.params if p.name}
+    return found
+
+
+def test_each_face_offers_the_arguments_or_says_why_not(tmp_path: Any) -> None:
+    """A field added to an argument class fails here until every face offers it or
+    ``OMITTED`` says why it does not; a face's parameter that is no field fails too."""
+    problems = []
+    for face, offered in _faces(tmp_path).items():
+        for name, params in offered.items():
+            op = operation(name)
+            renamed = {**RENAMED[face], **RENAMED_FOR.get((face, name), {})}
+            taken = {renamed.get(p, p) for p in params - PRESENTATION[face]}
+            fields = set(op.args.names())
+            if taken - fields:
+                problems.append(f"{face} {name}: {sorted(taken - fields)} are no arguments")
+            omitted = dict(OMITTED[face].get(name, {}))
+            if face != "cli":
+                omitted |= {k: v for k, v in CLOCK_AND_OBJECTS.items() if k in fields}
+            elif name in ("reindex", "ask", "summarize_session", "learn"):
+                omitted |= {k: v for k, v in CLOCK_AND_OBJECTS.items() if k in fields}
+            else:
+                omitted |= {"now": NOW} if "now" in fields else {}
+            if fields - taken != set(omitted):
+                missing = sorted(fields - taken - set(omitted))
+                stale = sorted(set(omitted) - (fields - taken))
+                problems.append(f"{face} {name}: offers none of {missing}, offers {stale}")
+    assert problems == []

@@ -17,14 +17,10 @@ export interface AddRequest {
   user_id?: string | null;
   agent_id?: string | null;
   namespace?: string | null;
-  content: string;
-  type?: string | null;
   kind?: "entry" | "guide" | null;
   title?: string | null;
   tags?: string[] | null;
   metadata?: Record<string, unknown> | null;
-  slot_key?: string | null;
-  session_id?: string | null;
   confidence?: number | null;
   importance?: number | null;
   ttl_days?: number | null;
@@ -43,6 +39,10 @@ export interface AddRequest {
   auto_edges?: boolean | null;
   /** Secret policy of this write; only an admin key may make it looser than the server's SECRET_POLICY (refuse > redact > allow), else a 422. */
   secrets?: "refuse" | "redact" | "allow" | null;
+  content: string;
+  type?: string | null;
+  slot_key?: string | null;
+  session_id?: string | null;
 }
 
 export interface AskRequest {
@@ -255,6 +255,8 @@ export interface SearchRequest {
   as_of?: string | Date | null;
   include_trace?: boolean;
   intent?: "preview" | "default" | "full" | null;
+  /** The older selector of the body: L0, L1 or L2 (as intent preview, default or full); use intent. */
+  tier?: string | null;
   filters?: Record<string, unknown> | null;
   threshold?: number | null;
 }
@@ -316,18 +318,31 @@ export interface WorkingRequest {
   user_id?: string | null;
   agent_id?: string | null;
   namespace?: string | null;
-  content: string;
-  session_id?: string | null;
-  key?: string | null;
+  kind?: "entry" | "guide" | null;
   title?: string | null;
   tags?: string[] | null;
   metadata?: Record<string, unknown> | null;
-  entities?: string[] | null;
   confidence?: number | null;
   importance?: number | null;
   ttl_days?: number | null;
   permanent?: boolean | null;
   expires_at?: string | Date | null;
+  created_at?: string | Date | null;
+  valid_from?: string | Date | null;
+  valid_to?: string | Date | null;
+  path_hint?: string | null;
+  repo?: string | null;
+  entities?: string[] | null;
+  tier_l0?: string | null;
+  tier_l1?: string | null;
+  pinned?: boolean | null;
+  on_duplicate?: "refuse" | "reinforce" | "keep" | null;
+  auto_edges?: boolean | null;
+  /** Secret policy of this write; only an admin key may make it looser than the server's SECRET_POLICY (refuse > redact > allow), else a 422. */
+  secrets?: "refuse" | "redact" | "allow" | null;
+  content: string;
+  session_id?: string | null;
+  key?: string | null;
 }
 
 /**

@@ -12,6 +12,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from .. import metadata_filter
+from ..choices import DUPLICATE_POLICIES, KINDS, PROFILES, spoken
 from ..memory import Memory
 from ..record import MemoryRecord, SearchHit
 from .options import (
@@ -89,7 +91,9 @@ def add(
     user: UserOpt = None,
     agent: AgentOpt = None,
     namespace: NamespaceOpt = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="entry (default) or guide.")] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help=f"{spoken(KINDS)} (default: entry).")
+    ] = None,
     tag: Annotated[
         list[str] | None, typer.Option("--tag", help="A tag (repeatable).", show_default=False)
     ] = None,
@@ -109,7 +113,7 @@ def add(
     ] = None,
     on_duplicate: Annotated[
         str | None,
-        typer.Option("--on-duplicate", help="refuse, reinforce or keep (default: settings)."),
+        typer.Option("--on-duplicate", help=f"{spoken(DUPLICATE_POLICIES)} (default: settings)."),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -150,9 +154,7 @@ def search(
     ] = None,
     profile: Annotated[
         str | None,
-        typer.Option(
-            "--profile", help="rrf, conversation, cosine_decay or hybrid (default: settings)."
-        ),
+        typer.Option("--profile", help=f"{spoken(PROFILES)} (default: settings)."),
     ] = None,
     type_: TypesOpt = None,
     tag: TagsOpt = None,
@@ -161,6 +163,25 @@ def search(
     ] = None,
     repo: Annotated[str | None, typer.Option("--repo", help="Only this repo's memories.")] = None,
     include_expired: IncludeExpiredOpt = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", help="Search as of this ISO 8601 time (what was valid then)."),
+    ] = None,
+    filter_: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            metavar="JSON",
+            help='On metadata, as HTTP filters: \'{"project": "kiln"}\' or with operators '
+            '\'{"stars": {"gte": 4}}\'.',
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold", help="Only hits at least this close in meaning (cosine, 0..1)."
+        ),
+    ] = None,
     trace: Annotated[
         bool, typer.Option("--trace", help="Show the ranking signals of each hit.")
     ] = False,
@@ -182,7 +203,10 @@ def search(
         path_hint=path,
         repo=repo,
         include_expired=include_expired,
+        as_of=as_of,
         include_trace=trace,
+        filters=metadata_filter.loads(filter_, "filter"),
+        threshold=threshold,
     )
     if as_json:
         echo_json([hit.to_dict() for hit in hits])

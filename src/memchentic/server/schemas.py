@@ -5,12 +5,22 @@ ISO 8601 text, UTC when no offset is given."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import metadata_filter
+from ..choices import (
+    DuplicatePolicy,
+    EdgeKind,
+    IdentityKind,
+    Intent,
+    Kind,
+    MemberRole,
+    Profile,
+    SecretPolicy,
+)
 from ..record import MemoryRecord, WriteResult
 from ..reports import Answer
 
@@ -21,7 +31,6 @@ Text = Annotated[str, Field(max_length=1024)]
 OptText = Annotated[str | None, Query(max_length=1024)]
 Names = Annotated[list[Text], Field(max_length=256)]
 Metadata = dict[str, Any]
-EdgeKind = Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"]
 
 
 class _Strict(BaseModel):
@@ -37,17 +46,14 @@ class Scope(_Strict):
     namespace: Text | None = None
 
 
-class AddRequest(Scope):
-    """One memory to remember; every field but ``content`` is optional."""
+class _WriteOptions(Scope):
+    """What a write may say besides its content (:class:`memchentic.args.AddOptions`):
+    shared by a memory and a working-memory item."""
 
-    content: str
-    type: Text | None = None
-    kind: Literal["entry", "guide"] | None = None
+    kind: Kind | None = None
     title: str | None = None
     tags: Names | None = None
     metadata: Metadata | None = None
-    slot_key: Text | None = None
-    session_id: Text | None = None
     confidence: Unit | None = None
     importance: Unit | None = None
     ttl_days: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
@@ -62,13 +68,22 @@ class AddRequest(Scope):
     tier_l0: str | None = None
     tier_l1: str | None = None
     pinned: bool | None = None
-    on_duplicate: Literal["refuse", "reinforce", "keep"] | None = None
+    on_duplicate: DuplicatePolicy | None = None
     auto_edges: bool | None = None
-    secrets: Literal["refuse", "redact", "allow"] | None = Field(
+    secrets: SecretPolicy | None = Field(
         None,
         description="Secret policy of this write; only an admin key may make it looser "
         "than the server's SECRET_POLICY (refuse > redact > allow), else a 422.",
     )
+
+
+class AddRequest(_WriteOptions):
+    """One memory to remember; every field but ``content`` is optional."""
+
+    content: str
+    type: Text | None = None
+    slot_key: Text | None = None
+    session_id: Text | None = None
 
 
 class AddManyRequest(_Strict):
@@ -107,9 +122,9 @@ class ImproveRequest(_Strict):
 class SearchRequest(Scope):
     query: str
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
-    profile: Literal["rrf", "conversation", "cosine_decay", "hybrid"] | None = None
+    profile: Profile | None = None
     type: Text | Names | None = None
-    kind: Literal["entry", "guide"] | None = None
+    kind: Kind | None = None
     tags: Names | None = None
     path_hint: Text | None = None
     repo: Text | None = None
@@ -117,7 +132,13 @@ class SearchRequest(Scope):
     include_superseded: bool = False
     as_of: Time | None = None
     include_trace: bool = False
-    intent: Literal["preview", "default", "full"] | None = None
+    intent: Intent | None = None
+    tier: Text | None = Field(
+        None,
+        deprecated=True,
+        description="The older selector of the body: L0, L1 or L2 (as intent preview, "
+        "default or full); use intent.",
+    )
     #: On metadata (``memchentic.metadata_filter``): checked by the library.
     filters: dict[str, Any] | None = None
     threshold: Unit | None = None
@@ -153,7 +174,7 @@ class TurnRequest(Scope):
     metadata: Metadata | None = None
 
 
-class WorkingRequest(Scope):
+class WorkingRequest(_WriteOptions):
     """Something for one session only (type ``working``); a second write with the same
     ``key`` in the session replaces the first. Expires after WORKING_MEMORY_TTL_DAYS
     unless ``ttl_days`` or ``permanent`` say otherwise."""
@@ -161,15 +182,6 @@ class WorkingRequest(Scope):
     content: str
     session_id: Text | None = None
     key: Text | None = None
-    title: str | None = None
-    tags: Names | None = None
-    metadata: Metadata | None = None
-    entities: Names | None = None
-    confidence: Unit | None = None
-    importance: Unit | None = None
-    ttl_days: Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)] | None = None
-    permanent: bool | None = None
-    expires_at: Time | None = None
 
 
 class SummarizeRequest(Scope):
@@ -214,7 +226,7 @@ class MaintenanceRequest(_Strict):
 
 class IdentityRequest(_Strict):
     name: Text
-    kind: Literal["user", "agent"] = "user"
+    kind: IdentityKind = "user"
 
 
 class RenameRequest(_Strict):
@@ -229,7 +241,7 @@ class TeamRequest(_Strict):
 
 class MemberRequest(_Strict):
     identity: Text
-    role: Literal["member", "admin"] = "member"
+    role: MemberRole = "member"
     active: bool = True
 
 
