@@ -419,3 +419,21 @@ def test_each_face_offers_the_arguments_or_says_why_not(tmp_path: Any) -> None:
                 stale = sorted(set(omitted) - (fields - taken))
                 problems.append(f"{face} {name}: offers none of {missing}, offers {stale}")
     assert problems == []
+
+
+#: Operations whose free keywords a face still takes as ``**changes``: a revision's
+#: ``None`` clears a field, so a typed keyword needs ``args.UNSET`` as its default.
+FREE_KEYWORDS = {"revise"}
+
+
+def _signature(fn: Any, drop: set[str] = frozenset()) -> list[tuple[str, Any, Any]]:  # type: ignore[assignment]
+    found = inspect.signature(fn).parameters.values()
+    return [(p.name, p.kind, p.default) for p in found if p.name not in {"self", *drop}]
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=IDS)
+def test_async_memory_takes_the_argument_class(op: Operation) -> None:
+    """``a<name>`` spells out the operation's arguments: names, kinds, defaults."""
+    if op.name in FREE_KEYWORDS or op.name in ("subscribe", "unsubscribe"):
+        return
+    assert _signature(getattr(AsyncMemory, "a" + op.name)) == _signature(op.args)

@@ -20,7 +20,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .choices import DuplicatePolicy, Kind, SecretPolicy
 
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from .llm import ChatClient
     from .record import Event, Turn
     from .retrieval.profiles import SearchProfile
-
-A = TypeVar("A", bound="Args")
 
 
 class Unset(enum.Enum):
@@ -51,8 +49,16 @@ class Args:
 
     #: The first of the fields ``Memory`` takes as free keywords, if any.
     first_option: ClassVar[str | None] = None
-    #: Those fields (set by :func:`_args` from ``first_option``).
+    #: Those fields (from ``first_option`` on, in the class's own order).
     options: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        first = vars(cls).get("first_option")
+        if first is not None:
+            own = [n for n, t in vars(cls).get("__annotations__", {}).items()
+                   if n != "_" and "ClassVar" not in str(t)]  # fmt: skip
+            cls.options = frozenset(own[own.index(first) :])
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -70,17 +76,8 @@ class Args:
         return found
 
 
-def _args(cls: type[A]) -> type[A]:
-    made = dataclass(frozen=True, slots=True)(cls)
-    first = vars(cls).get("first_option")
-    if first is not None:
-        names = list(made.names())
-        made.options = frozenset(names[names.index(first) :])
-    return made
-
-
 # --- the operations, in the order of the table ------------------------------------------
-@_args
+@dataclass(frozen=True, slots=True)
 class AddOptions(Args):
     """The options of :meth:`Memory.add` (also the common options of
     :meth:`Memory.add_many`); ``None`` is "not given": the engine's default."""
@@ -117,21 +114,21 @@ class AddOptions(Args):
     first_option: ClassVar[str] = "type"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class AddArgs(AddOptions):
     """The arguments of :meth:`Memory.add`."""
 
     content: str
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class AddManyArgs(AddOptions):
     """The arguments of :meth:`Memory.add_many`."""
 
     items: Iterable[str | Mapping[str, Any]]
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ReviseArgs(Args):
     """The arguments of :meth:`Memory.revise`."""
 
@@ -158,7 +155,7 @@ class ReviseArgs(Args):
     first_option: ClassVar[str] = "title"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ImproveArgs(Args):
     """The arguments of :meth:`Memory.improve`."""
 
@@ -171,14 +168,14 @@ class ImproveArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class DeleteArgs(Args):
     """The arguments of :meth:`Memory.delete`."""
 
     memory_id: str
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class DeleteAllArgs(Args):
     """The arguments of :meth:`Memory.delete_all`."""
 
@@ -189,21 +186,21 @@ class DeleteAllArgs(Args):
     namespace: str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class PinArgs(Args):
     """The arguments of :meth:`Memory.pin`."""
 
     memory_id: str
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class UnpinArgs(Args):
     """The arguments of :meth:`Memory.unpin`."""
 
     memory_id: str
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class RestoreArgs(Args):
     """The arguments of :meth:`Memory.restore`."""
 
@@ -212,7 +209,7 @@ class RestoreArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ManageArgs(Args):
     """The arguments of :meth:`Memory.manage`."""
 
@@ -224,7 +221,7 @@ class ManageArgs(Args):
     session_id: str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class SearchArgs(Args):
     """The arguments of :meth:`Memory.search`."""
 
@@ -251,7 +248,7 @@ class SearchArgs(Args):
     threshold: float | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class RecallArgs(Args):
     """The arguments of :meth:`Memory.recall`."""
 
@@ -265,7 +262,7 @@ class RecallArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class GetArgs(Args):
     """The arguments of :meth:`Memory.get`."""
 
@@ -275,7 +272,7 @@ class GetArgs(Args):
     touch: bool = True
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ListArgs(Args):
     """The arguments of :meth:`Memory.list`."""
 
@@ -296,14 +293,14 @@ class ListArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class HistoryArgs(Args):
     """The arguments of :meth:`Memory.history`."""
 
     memory_id: str
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class RelateArgs(Args):
     """The arguments of :meth:`Memory.relate`."""
 
@@ -315,14 +312,14 @@ class RelateArgs(Args):
     metadata: Mapping[str, Any] | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class DeleteEdgeArgs(Args):
     """The arguments of :meth:`Memory.delete_edge`."""
 
     edge_id: str
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class EdgesArgs(Args):
     """The arguments of :meth:`Memory.edges`."""
 
@@ -331,7 +328,7 @@ class EdgesArgs(Args):
     kind: str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class NeighborsArgs(Args):
     """The arguments of :meth:`Memory.neighbors`."""
 
@@ -341,7 +338,7 @@ class NeighborsArgs(Args):
     limit: int = 50
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class EntitiesArgs(Args):
     """The arguments of :meth:`Memory.entities`."""
 
@@ -351,7 +348,7 @@ class EntitiesArgs(Args):
     by_namespace: bool = False
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class AskArgs(Args):
     """The arguments of :meth:`Memory.ask`."""
 
@@ -364,7 +361,7 @@ class AskArgs(Args):
     chat: ChatClient | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ConsolidateArgs(Args):
     """The arguments of :meth:`Memory.consolidate`."""
 
@@ -374,7 +371,7 @@ class ConsolidateArgs(Args):
     dry_run: bool = False
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class RecordTurnArgs(Args):
     """The arguments of :meth:`Memory.record_turn`."""
 
@@ -389,7 +386,7 @@ class RecordTurnArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class AddMessageArgs(Args):
     """The arguments of :meth:`Memory.add_message`."""
 
@@ -405,7 +402,7 @@ class AddMessageArgs(Args):
     first_option: ClassVar[str] = "session_id"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class GetHistoryArgs(Args):
     """The arguments of :meth:`Memory.get_history`."""
 
@@ -417,7 +414,7 @@ class GetHistoryArgs(Args):
     namespace: str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ListSessionsArgs(Args):
     """The arguments of :meth:`Memory.list_sessions`."""
 
@@ -426,7 +423,7 @@ class ListSessionsArgs(Args):
     namespace: str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class SummarizeSessionArgs(Args):
     """The arguments of :meth:`Memory.summarize_session`."""
 
@@ -439,7 +436,7 @@ class SummarizeSessionArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class AddWorkingArgs(Args):
     """The arguments of :meth:`Memory.add_working`."""
 
@@ -476,7 +473,7 @@ class AddWorkingArgs(Args):
     first_option: ClassVar[str] = "kind"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class WorkingMemoryArgs(Args):
     """The arguments of :meth:`Memory.working_memory`."""
 
@@ -489,7 +486,7 @@ class WorkingMemoryArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ContextArgs(Args):
     """The arguments of :meth:`Memory.context`."""
 
@@ -506,7 +503,7 @@ class ContextArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class LearnArgs(Args):
     """The arguments of :meth:`Memory.learn`."""
 
@@ -521,7 +518,7 @@ class LearnArgs(Args):
     now: datetime | str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class StatsArgs(Args):
     """The arguments of :meth:`Memory.stats`."""
 
@@ -530,7 +527,7 @@ class StatsArgs(Args):
     namespace: str | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class GcArgs(Args):
     """The arguments of :meth:`Memory.gc`."""
 
@@ -539,7 +536,7 @@ class GcArgs(Args):
     dry_run: bool = False
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class MaintainArgs(Args):
     """The arguments of :meth:`Memory.maintain`."""
 
@@ -548,7 +545,7 @@ class MaintainArgs(Args):
     dry_run: bool = False
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ExportArgs(Args):
     """The arguments of :meth:`Memory.export`."""
 
@@ -559,7 +556,7 @@ class ExportArgs(Args):
     first_option: ClassVar[str] = "vectors"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ImportArgs(Args):
     """The arguments of :meth:`Memory.import_`."""
 
@@ -571,7 +568,7 @@ class ImportArgs(Args):
     first_option: ClassVar[str] = "strict"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ReindexArgs(Args):
     """The arguments of :meth:`Memory.reindex`."""
 
@@ -583,12 +580,12 @@ class ReindexArgs(Args):
     first_option: ClassVar[str] = "embedder"
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class ResetArgs(Args):
     """The arguments of :meth:`Memory.reset`."""
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class EventsArgs(Args):
     """The arguments of :meth:`Memory.events`."""
 
@@ -598,7 +595,7 @@ class EventsArgs(Args):
     limit: int = 100
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class SubscribeArgs(Args):
     """The arguments of :meth:`Memory.subscribe`."""
 
@@ -606,7 +603,7 @@ class SubscribeArgs(Args):
     types: Sequence[str] | None = None
 
 
-@_args
+@dataclass(frozen=True, slots=True)
 class UnsubscribeArgs(Args):
     """The arguments of :meth:`Memory.unsubscribe`."""
 
