@@ -1,1 +1,2 @@
-"""The engine: one core and the services built on it (see :mod:`.core`)."""
+"""The engine: its parts, the gate to the store, and the services built on them
+(see :mod:`memchentic.memory`)."""

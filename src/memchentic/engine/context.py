@@ -1,9 +1,9 @@
 """Building a :class:`~memchentic.context.model.Context` (DESIGN section 7).
 
-Every section is collected through the access-checked read paths of ``Memory``
-(``_read_filter`` for listed sections, ``search`` for the query, the caller's
-turn namespace for turns, ``neighbors`` and ``edges`` for the graph), so a
-context holds only what the caller could read one memory at a time.
+Every section is collected through the caller's :class:`~memchentic.engine.gate.Gate`
+(its read filter for listed sections, the caller's turn namespace for turns) and
+the access-checked operations (``search`` for the query, ``neighbors`` for the
+graph), so a context holds only what the caller could read one memory at a time.
 
 1. The stable part, listed without the query and sorted by ``(created_at, id)``:
    instructions, profile, goals, pinned.
@@ -18,7 +18,7 @@ context holds only what the caller could read one memory at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -40,8 +40,11 @@ from ..context.sections import (
 )
 from ..context.tokens import TokenCounter, get_counter
 from ..errors import ValidationError
-from ..record import MemoryRecord, Turn
-from .sessions import Sessions, resolve_session_id, session_working, turn_read_namespace
+from ..record import MemoryRecord, SearchHit, Turn
+from ..reports import Neighbour
+from .gate import Gate, now_of
+from .parts import Parts
+from .sessions import resolve_session_id, session_working, turn_read_namespace
 
 if TYPE_CHECKING:
     from ..store.base import MemoryFilter
@@ -62,9 +65,23 @@ def _whole(value: object, field: str, minimum: int) -> int | None:
     return value
 
 
-class ContextOps(Sessions):
+class ContextOps:
     """Prompt context: the stable part, the session part, searched memories (DESIGN
-    section 7)."""
+    section 7). ``search``: the read path's; ``neighbors``: the graph's, or None
+    (then a context has no graph relations)."""
+
+    def __init__(
+        self,
+        parts: Parts,
+        gate: Gate,
+        *,
+        search: Callable[..., list[SearchHit]],
+        neighbors: Callable[..., list[Neighbour]] | None = None,
+    ) -> None:
+        self.parts = parts
+        self.gate = gate
+        self.search = search
+        self.neighbors = neighbors
 
     def context(
         self,
@@ -98,7 +115,7 @@ class ContextOps(Sessions):
         if query is not None and not isinstance(query, str):
             raise ValidationError("query", "must be a string")
         if query is not None and query.strip():
-            query = check.query(query, self.settings)  # the rules of search
+            query = check.query(query, self.parts.settings)  # the rules of search
         req = Request(
             query, user_id, agent_id, namespace, session_id,
             budget_tokens=_whole(budget_tokens, "budget_tokens", 1),
@@ -106,7 +123,7 @@ class ContextOps(Sessions):
             recent_turns=_whole(recent_turns, "recent_turns", 0),
             as_of=as_utc(as_of, "as_of"),
         )  # fmt: skip
-        return build(self, req, self._now(now))
+        return build(self, req, now_of(now))
 
     build_context = context
 
@@ -144,10 +161,10 @@ class _Collected:
 
 def build(mem: ContextOps, req: Request, now: datetime) -> Context:
     """Collect, fit to the budget, link, and announce a context."""
-    s = mem.settings
+    s = mem.parts.settings
     counter = get_counter(s.context_tokenizer)
-    sid = resolve_session_id(mem, req.session_id, req.user_id)
-    flt = mem._read_filter(user_id=req.user_id, agent_id=req.agent_id,
+    sid = resolve_session_id(mem.gate, req.session_id, req.user_id)
+    flt = mem.gate.read_filter(user_id=req.user_id, agent_id=req.agent_id,
                            namespace=req.namespace, now=now, as_of=req.as_of)  # fmt: skip
     got = _Collected()
     with tracing.span("memchentic.context.collect"):
@@ -169,10 +186,9 @@ def build(mem: ContextOps, req: Request, now: datetime) -> Context:
                 for spec in SECTIONS]  # fmt: skip
     ctx = Context(req.query, sid, sections, dropped, req.budget_tokens, counter.name)
     ctx.tokens = counter.count(str(ctx))
-    mem._touch([r for r in got.listed if r.id in kept_ids], now)
-    mem.bus.emit(
-        "context.built", actor=mem.access.actor(mem.principal),
-        namespace=mem.access.default_namespace(mem.principal), session_id=sid,
+    mem.gate.touch([r for r in got.listed if r.id in kept_ids], now)
+    mem.gate.emit(
+        "context.built", namespace=mem.gate.own_namespace, session_id=sid,
         items=len(ctx.items), dropped=len(dropped), tokens=ctx.tokens,
         budget_tokens=req.budget_tokens,
     )  # fmt: skip
@@ -192,8 +208,8 @@ def _listed(
     slot_prefix: str | None = None, pinned: bool | None = None, limit: int | None = None,
 ) -> list[MemoryRecord]:  # fmt: skip
     narrowed = _narrow(flt, types=types, slot_prefix=slot_prefix, pinned=pinned)
-    count = limit or mem.settings.context_section_limit
-    return mem.store.list_memories(narrowed, limit=count, newest_first=True)
+    count = limit or mem.parts.settings.context_section_limit
+    return mem.gate.list_memories(narrowed, limit=count, newest_first=True)
 
 
 def _narrow(
@@ -241,8 +257,9 @@ def _stable(mem: ContextOps, flt: MemoryFilter, got: _Collected) -> None:
 
 def _session_memories(mem: ContextOps, flt: MemoryFilter, sid: str, got: _Collected) -> None:
     """The session's working memory and its summary (one per namespace)."""
-    own = mem.access.default_namespace(mem.principal)
-    working = session_working(mem.store, flt, sid, mem.settings.context_section_limit, own)
+    own = mem.gate.own_namespace
+    limit = mem.parts.settings.context_section_limit
+    working = session_working(mem.gate, flt, sid, limit, own)
     for record in _sorted(working):
         if not got.taken(record.id):
             got.add("working_memory", _memory_item(record, "working_memory", record.importance),
@@ -256,11 +273,13 @@ def _session_memories(mem: ContextOps, flt: MemoryFilter, sid: str, got: _Collec
 
 
 def _turns(mem: ContextOps, req: Request, sid: str, got: _Collected) -> None:
-    count = mem.settings.context_recent_turns if req.recent_turns is None else req.recent_turns
+    count = (
+        mem.parts.settings.context_recent_turns if req.recent_turns is None else req.recent_turns
+    )
     if count <= 0:
         return
-    visible, ns = turn_read_namespace(mem, req.user_id, req.agent_id, req.namespace)
-    turns: list[Turn] = mem.store.turns(sid, namespace=ns, limit=count) if visible else []
+    visible, ns = turn_read_namespace(mem.gate, req.user_id, req.agent_id, req.namespace)
+    turns: list[Turn] = mem.gate.turns(sid, namespace=ns, limit=count) if visible else []
     for i, turn in enumerate(turns):
         item = ContextItem(turn.id, f"{turn.role}: {turn.content}", (i + 1) / len(turns),
                            "recent_turns", "turn", turn.role)  # fmt: skip
@@ -271,7 +290,7 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
               ) -> None:  # fmt: skip
     """One search; each hit to its section by type; neighbours of the best hits."""
     assert req.query is not None
-    limit = req.search_limit or mem.settings.context_search_limit
+    limit = req.search_limit or mem.parts.settings.context_search_limit
     hits = mem.search(req.query, user_id=req.user_id, agent_id=req.agent_id,
                       namespace=req.namespace, limit=limit, as_of=req.as_of,
                       now=now)  # fmt: skip
@@ -282,9 +301,9 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
             continue
         section = section_for_hit(record.type, record.slot_key)
         got.add(section, _memory_item(record, section, hit.score, hit.text), record)
-        if len(seeds) < mem.settings.context_graph_seeds:
+        if len(seeds) < mem.parts.settings.context_graph_seeds:
             seeds.append((record, hit.score))
-    neighbors = getattr(mem, "neighbors", None)
+    neighbors = mem.neighbors
     if neighbors is None:  # the graph is optional: no neighbours, no graph relations
         return
     for seed, score in seeds:
@@ -327,7 +346,7 @@ def _links(mem: ContextOps, records: Sequence[MemoryRecord]) -> list[ContextItem
     seen: set[str] = set()
     items: list[ContextItem] = []
     for record in _sorted(records):
-        for edge in mem.store.edges(record.id):
+        for edge in mem.gate.edges(record.id):
             if edge.id in seen or edge.source not in by_id or edge.target not in by_id:
                 continue
             seen.add(edge.id)

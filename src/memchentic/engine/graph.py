@@ -5,7 +5,7 @@ path ``ask`` (:mod:`memchentic.graph.ask`)."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -13,9 +13,8 @@ from typing import Any
 from .. import validation as check
 from ..clock import as_utc, utcnow
 from ..errors import NotFoundError, ValidationError
-from ..graph import supersession
 from ..graph.ask import MAX_PASSAGES, NO_ANSWER, SYSTEM_PROMPT, is_evidence
-from ..graph.consolidate import find_clusters, strength_order
+from ..graph.consolidate import strength_order
 from ..ids import new_id
 from ..lifetime import decayed_confidence
 from ..llm import ChatClient
@@ -24,14 +23,22 @@ from ..reports import Answer, ConsolidationReport, Neighbour, Passage
 from ..store.base import MemoryFilter
 from ..write.resolve import diff, record_version
 from ..write.secrets import police_value
-from .reads import Reads
+from .gate import Gate, now_of
+from .parts import Parts
 
 #: Deepest neighbourhood ``neighbors`` explores.
 MAX_DEPTH = 3
 
 
-class GraphOps(Reads):
-    """Edges, entities, neighbourhoods, recall by entity, consolidation and ``ask``."""
+class Graph:
+    """Edges, entities, neighbourhoods, recall by entity, consolidation and ``ask``.
+    ``search``: the read path's (``ask`` starts from its hits)."""
+
+    def __init__(self, parts: Parts, gate: Gate, *, search: Callable[..., list[SearchHit]]
+                 ) -> None:  # fmt: skip
+        self.parts = parts
+        self.gate = gate
+        self.search = search
 
     def relate(
         self,
@@ -50,20 +57,19 @@ class GraphOps(Reads):
         if source == target:
             raise ValidationError("target", "an edge cannot point at its own source")
         now = utcnow()
-        meta = police_value(check.metadata(metadata, self.settings),
-                            self.settings.secret_policy, "metadata")  # fmt: skip
-        with self.store.write():
-            src = self._writable(source)
-            dst = self._writable(target)
+        meta = police_value(check.metadata(metadata, self.parts.settings),
+                            self.parts.settings.secret_policy, "metadata")  # fmt: skip
+        with self.gate.write():
+            src = self.gate.writable(source)
+            dst = self.gate.writable(target)
             if kind == "supersedes":
-                supersession.check_no_cycle(self.store, source, target)
+                self.gate.check_no_cycle(source, target)
             edge = Edge(new_id(), source, target, kind, weight, now, meta)
-            self.store.add_edge(edge)
-        actor = self.access.actor(self.principal)
+            self.gate.add_edge(edge)
         for end in (src, dst) if dst.namespace != src.namespace else (src,):
-            self.bus.emit(
-                "memory.updated", actor=actor, namespace=end.namespace, memory_id=end.id,
-                edge=edge.id, kind=kind,
+            self.gate.emit(
+                "memory.updated", namespace=end.namespace, memory_id=end.id, edge=edge.id,
+                kind=kind,
             )  # fmt: skip
         return edge
 
@@ -71,12 +77,11 @@ class GraphOps(Reads):
         """Edges from or to a memory (only those whose other end the caller can see)."""
         if kind is not None and kind not in EDGE_KINDS:
             raise ValidationError("kind", f"must be one of {', '.join(EDGE_KINDS)}")
-        self._visible(memory_id)
+        self.gate.visible(memory_id)
         out = []
-        for edge in self.store.edges(memory_id, kind=kind):
+        for edge in self.gate.edges(memory_id, kind=kind):
             other = edge.target if edge.source == memory_id else edge.source
-            record = self.store.get(other)
-            if record is not None and self.access.can_read(self.principal, record.namespace):
+            if self.gate.readable(other) is not None:
                 out.append(edge)
         return out
 
@@ -84,16 +89,16 @@ class GraphOps(Reads):
         """Remove an edge (the caller must be able to write both ends). Removing a
         ``supersedes`` edge brings the older memory back into reads."""
         check.identifier(edge_id, "edge_id")
-        with self.store.write():
-            edge = self.store.get_edge(edge_id)
+        with self.gate.write():
+            edge = self.gate.get_edge(edge_id)
             if edge is None:
                 return False
             try:
-                self._writable(edge.source)
-                self._writable(edge.target)
+                self.gate.writable(edge.source)
+                self.gate.writable(edge.target)
             except NotFoundError:
                 return False  # an edge into an invisible namespace does not exist for you
-            return self.store.delete_edge(edge_id)
+            return self.gate.delete_edge(edge_id)
 
     # --- entities and neighbourhoods --------------------------------------------------
     def recall(
@@ -112,25 +117,23 @@ class GraphOps(Reads):
         A superseded memory stands for the tip of its chain. ``as_of``: only memories
         that held then (``valid_from <= as_of < valid_to``), as in ``search``."""
         check.identifier(entity, "entity")
-        when = self._now(now)
-        flt = self._read_filter(
+        when = now_of(now)
+        flt = self.gate.read_filter(
             user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,
             include_superseded=True, as_of=as_utc(as_of, "as_of"),
         )  # fmt: skip
         if flt.namespaces == []:
             return []
-        found = self.store.by_entity(entity, flt, limit=check.limit(limit, self.settings))
+        found = self.gate.by_entity(entity, flt, limit=check.limit(limit, self.parts.settings))
         shown = replace(flt, include_superseded=False)
-        records = supersession.follow(
-            self.store, found, lambda r: r, lambda _r, tip, _hops: tip, shown, when
-        )
+        records = self.gate.follow(found, lambda r: r, lambda _r, tip, _hops: tip, shown, when)
         records.sort(key=lambda r: (r.created_at or when, r.id), reverse=True)
-        half_life = self.settings.memory_decay_half_life_days
+        half_life = self.parts.settings.memory_decay_half_life_days
         hits = []
         for record in records:
             score = decayed_confidence(record.confidence, record.created_at, when, half_life)
             hits.append(SearchHit(record, score, record.text(), {"decayed_confidence": score}))
-        self._touch(records, when)
+        self.gate.touch(records, when)
         return hits
 
     def entities(
@@ -142,15 +145,17 @@ class GraphOps(Reads):
     ) -> dict[str, Any]:
         """Entity names with how many visible memories name them; with
         ``by_namespace=True``, ``{name: {namespace: count}}``."""
-        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
+        flt = self.gate.read_filter(
+            user_id=user_id, agent_id=None, namespace=namespace, now=utcnow()
+        )
         if flt.namespaces == []:
             return {}
         if not by_namespace:
-            return self.store.entity_counts(flt)
-        spaces = flt.namespaces or sorted(self.store.stats(flt).by_namespace)
+            return self.gate.entity_counts(flt)
+        spaces = flt.namespaces or sorted(self.gate.stats(flt).by_namespace)
         out: dict[str, dict[str, int]] = {}
         for ns in spaces:
-            for name, count in self.store.entity_counts(replace(flt, namespaces=[ns])).items():
+            for name, count in self.gate.entity_counts(replace(flt, namespaces=[ns])).items():
                 out.setdefault(name, {})[ns] = count
         return dict(sorted(out.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))
 
@@ -161,8 +166,8 @@ class GraphOps(Reads):
         ``depth`` hops (at most 3), nearest first; only memories the caller can see."""
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
             raise ValidationError("depth", f"must be a whole number from 1 to {MAX_DEPTH}")
-        start = self._visible(memory_id)
-        flt = self._read_filter(user_id=None, agent_id=None, namespace=None, now=utcnow())
+        start = self.gate.visible(memory_id)
+        flt = self.gate.read_filter(user_id=None, agent_id=None, namespace=None, now=utcnow())
         seen = {start.id}
         frontier = [start]
         found: list[Neighbour] = []
@@ -189,10 +194,12 @@ class GraphOps(Reads):
     ) -> ConsolidationReport:
         """Fold clusters of near-duplicate entries into their strongest member (see
         :mod:`memchentic.graph.consolidate`); ``dry_run=True`` reports without changing anything."""
-        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
+        flt = self.gate.read_filter(
+            user_id=user_id, agent_id=None, namespace=namespace, now=utcnow()
+        )
         if flt.namespaces == []:
             return ConsolidationReport(dry_run)
-        spaces = flt.namespaces or sorted(self.store.stats(flt).by_namespace)
+        spaces = flt.namespaces or sorted(self.gate.stats(flt).by_namespace)
         return ConsolidationReport(
             dry_run,
             _consolidate(self, list(spaces), dry_run=dry_run),
@@ -213,8 +220,8 @@ class GraphOps(Reads):
         with citations; and an answer when a chat model is given or configured
         (``CHAT_BASE_URL``). When nothing stored matches, ``answerable`` is False, the
         answer says memory cannot answer, and nothing is cited."""
-        question = check.query(question, self.settings, "question")  # the caller's name
-        client = chat if chat is not None else ChatClient.from_settings(self.settings)
+        question = check.query(question, self.parts.settings, "question")  # the caller's name
+        client = chat if chat is not None else ChatClient.from_settings(self.parts.settings)
         return _ask(self, question, limit=limit, chat=client,
                    user_id=user_id, agent_id=agent_id, namespace=namespace)  # fmt: skip
 
@@ -225,27 +232,25 @@ class GraphOps(Reads):
         link's strength in 0..1: the edge's, or ``n / (n + 1)`` for n shared entities)."""
         out: list[tuple[MemoryRecord, str, float]] = []
         memory_id = record.id
-        for edge in self.store.edges(memory_id):
+        for edge in self.gate.edges(memory_id):
             other_id = edge.target if edge.source == memory_id else edge.source
-            other = self.store.get(other_id)
-            if other is not None and self.access.can_read(self.principal, other.namespace):
+            other = self.gate.readable(other_id)
+            if other is not None:
                 out.append((other, f"edge:{edge.kind}", edge.strength))
-        shared = self.store.entity_neighbours(memory_id, flt, limit=limit)
-        records = self.store.get_many([i for i, _ in shared])
+        shared = self.gate.entity_neighbours(memory_id, flt, limit=limit)
+        records = self.gate.readable_many([i for i, _ in shared])
         out += [(records[i], f"entity:{names[0]}", len(names) / (len(names) + 1))
                 for i, names in shared if i in records]  # fmt: skip
         return out
 
 
-def _ask(
-    mem: GraphOps, question: str, *, limit: int, chat: ChatClient | None, **scope: Any
-) -> Answer:
+def _ask(mem: Graph, question: str, *, limit: int, chat: ChatClient | None, **scope: Any) -> Answer:
     hits = mem.search(question, limit=limit, include_trace=True, **scope)
-    hits = [h for h in hits if is_evidence(h, mem.settings.ask_min_similarity)]
+    hits = [h for h in hits if is_evidence(h, mem.parts.settings.ask_min_similarity)]
     chosen: list[tuple[MemoryRecord, float, str]] = [(h.memory, h.score, "search") for h in hits]
     seen = {h.id for h in hits}
-    now = mem._now(None)
-    flt = mem._read_filter(now=now, **_scope_only(scope))
+    now = now_of(None)
+    flt = mem.gate.read_filter(now=now, **_scope_only(scope))
     for hit in hits:
         for other, via, strength in mem._adjacent(hit.memory, flt, limit):
             if other.id not in seen and not other.superseded_by and not other.is_expired(now):
@@ -270,13 +275,13 @@ def _scope_only(scope: dict[str, Any]) -> dict[str, Any]:
     return {k: scope.get(k) for k in ("user_id", "agent_id", "namespace")}
 
 
-def _consolidate(mem: GraphOps, namespaces: list[str], *, dry_run: bool) -> list[dict[str, Any]]:
-    threshold = mem.settings.near_dup_threshold
+def _consolidate(mem: Graph, namespaces: list[str], *, dry_run: bool) -> list[dict[str, Any]]:
+    threshold = mem.parts.settings.near_dup_threshold
     clusters: list[dict[str, Any]] = []
     for namespace in namespaces:
-        if not mem.access.can_write(mem.principal, namespace, "semantic"):
+        if not mem.gate.can_write(namespace, "semantic"):
             continue
-        for members, link in find_clusters(mem.store, mem.settings, namespace, threshold):
+        for members, link in mem.gate.clusters(namespace, threshold):
             kept = max(members, key=strength_order)
             others = sorted((m for m in members if m.id != kept.id), key=lambda m: m.id)
             clusters.append({"namespace": namespace, "kept": kept.id,
@@ -287,11 +292,11 @@ def _consolidate(mem: GraphOps, namespaces: list[str], *, dry_run: bool) -> list
 
 
 def _merge(
-    mem: GraphOps, kept: MemoryRecord, others: list[MemoryRecord], link: dict[str, float]
+    mem: Graph, kept: MemoryRecord, others: list[MemoryRecord], link: dict[str, float]
 ) -> None:
     now = utcnow()
-    ctx = mem._ctx(now)
-    with mem.store.write():
+    ctx = mem.gate.write_context(now)
+    with mem.gate.write():
         merged = replace(
             kept,
             tags=list(dict.fromkeys([*kept.tags, *(t for o in others for t in o.tags)])),
@@ -300,13 +305,13 @@ def _merge(
             ),
             reinforcement=kept.reinforcement + sum(o.reinforcement for o in others),
         )
-        mem.store.update(merged)
+        mem.gate.update(merged)
         record_version(ctx, kept.namespace, kept.id, "consolidate", diff(kept, merged))
         for other in others:
             strength = round(min(1.0, link.get(other.id, 1.0)), 4)
-            mem.store.add_edge(Edge(new_id(), kept.id, other.id, "derives_from", strength, now))
-            mem.store.add_edge(Edge(new_id(), kept.id, other.id, "supersedes", 1.0, now))
+            mem.gate.add_edge(Edge(new_id(), kept.id, other.id, "derives_from", strength, now))
+            mem.gate.add_edge(Edge(new_id(), kept.id, other.id, "supersedes", 1.0, now))
             record_version(ctx, other.namespace, other.id, "consolidated",
                            {"superseded_by": [None, kept.id]})  # fmt: skip
-    mem._flush(ctx, ("memory.consolidated", kept.namespace, kept.id,
+    mem.gate.flush(ctx, ("memory.consolidated", kept.namespace, kept.id,
                      {"merged": [o.id for o in others]}))  # fmt: skip

@@ -4,7 +4,7 @@ a conversation) and ``manage`` (apply a list of memory operations in one call)."
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +16,8 @@ from ..learn.rules import RuleExtractor
 from ..llm import ChatClient
 from ..record import Turn, WriteResult
 from ..settings import Settings
-from .writes import Writes
+from .gate import Gate
+from .parts import Parts
 
 #: Operation names ``manage`` accepts, with their aliases (mem0 and LangMem spellings).
 MANAGE_OPS: dict[str, str] = {
@@ -36,12 +37,29 @@ def default_extractor(settings: Settings) -> tuple[Extractor, bool]:
     return OpenAIChatExtractor(client), True
 
 
-class Learning(Writes):
-    """Conversations and lists of operations turned into writes."""
+class Learning:
+    """Conversations and lists of operations turned into writes, through the write
+    path's ``add``, ``add_many``, ``revise`` and ``delete`` (passed in)."""
 
-    #: The extractor of :meth:`learn`; None = a chat model when ``CHAT_BASE_URL`` is
-    #: set, else :class:`~memchentic.learn.rules.RuleExtractor`.
-    extractor: Extractor | None = None
+    def __init__(
+        self,
+        parts: Parts,
+        gate: Gate,
+        *,
+        add: Callable[..., WriteResult],
+        add_many: Callable[..., builtins.list[WriteResult]],
+        revise: Callable[..., WriteResult],
+        delete: Callable[[str], WriteResult],
+    ) -> None:
+        self.parts = parts
+        self.gate = gate
+        self.add = add
+        self.add_many = add_many
+        self.revise = revise
+        self.delete = delete
+        #: The extractor of :meth:`learn`; None = a chat model when ``CHAT_BASE_URL``
+        #: is set, else :class:`~memchentic.learn.rules.RuleExtractor`.
+        self.extractor: Extractor | None = None
 
     def learn(
         self,
@@ -65,7 +83,7 @@ class Learning(Writes):
         anything is written): ``LEARN_MAX_LINES`` and ``LEARN_MAX_CHARS`` of all the
         messages together, ``MAX_WRITES_PER_CALL`` memories found."""
         msgs = to_messages(messages)
-        s = self.settings
+        s = self.parts.settings
         check.within(sum(m.content.count("\n") + 1 for m in msgs), s.learn_max_lines,
                      "messages", "LEARN_MAX_LINES", "lines")  # fmt: skip
         check.within(sum(len(m.content) for m in msgs), s.learn_max_chars, "messages",
@@ -73,7 +91,7 @@ class Learning(Writes):
         owned = False
         chosen = extractor or self.extractor
         if chosen is None:
-            chosen, owned = default_extractor(self.settings)
+            chosen, owned = default_extractor(self.parts.settings)
         try:
             found = chosen.extract(msgs)
         finally:
@@ -93,12 +111,11 @@ class Learning(Writes):
         for options in items:
             options["metadata"] = {**extra, **options["metadata"]}
         results = self.add_many(items, **common)
-        actor = self.access.actor(self.principal)
-        fallback = self._write_namespace(namespace, user_id, agent_id)
+        fallback = self.gate.write_namespace(namespace, user_id, agent_id)
         for result in results:
             ns = result.memory.namespace if result.memory is not None else fallback
-            self.bus.emit("memory.extracted", actor=actor, namespace=ns, memory_id=result.id,
-                          status=result.status, extractor=name)  # fmt: skip
+            self.gate.emit("memory.extracted", namespace=ns, memory_id=result.id,
+                           status=result.status, extractor=name)  # fmt: skip
         return results
 
     def manage(
@@ -122,20 +139,19 @@ class Learning(Writes):
         The scope options apply to adds that name none of their own. At most
         ``MAX_WRITES_PER_CALL`` operations (else :class:`~memchentic.errors.LimitError`)."""
         ops = _sequence(operations)
-        check.within(len(ops), self.settings.max_writes_per_call, "operations",
+        check.within(len(ops), self.parts.settings.max_writes_per_call, "operations",
                      "MAX_WRITES_PER_CALL", "operations")  # fmt: skip
         planned = [_plan(i, op) for i, op in enumerate(ops)]
         scope = {"user_id": user_id, "agent_id": agent_id, "namespace": namespace,
                  "session_id": session_id}  # fmt: skip
         common = {k: v for k, v in scope.items() if v is not None}
-        actor = self.access.actor(self.principal)
         results: list[WriteResult] = []
         for name, fields in planned:
             result, ns = self._apply_operation(name, fields, common)
             results.append(result)
             if name != "none":
-                self.bus.emit("memory.managed", actor=actor, namespace=ns, memory_id=result.id,
-                              op=name, status=result.status)  # fmt: skip
+                self.gate.emit("memory.managed", namespace=ns, memory_id=result.id, op=name,
+                               status=result.status)  # fmt: skip
         return results
 
     def _apply_operation(
@@ -147,12 +163,12 @@ class Learning(Writes):
                 options = {**common, **fields} if not _scoped(fields) else fields
                 result = self.add(options.pop("content"), **options)
                 ns = result.memory.namespace if result.memory else None
-                return result, ns or self._write_namespace(
+                return result, ns or self.gate.write_namespace(
                     options.get("namespace"), options.get("user_id"), options.get("agent_id")
                 )
             if name == "none":
                 return WriteResult("skipped", memory_id, [memory_id] if memory_id else []), None
-            ns = self._visible(memory_id).namespace
+            ns = self.gate.visible(memory_id).namespace
             if name == "revise":
                 return self.revise(memory_id, fields.pop("content", None), **fields), ns
             return self.delete(memory_id), ns

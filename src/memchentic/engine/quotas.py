@@ -23,33 +23,33 @@ from ..record import MemoryRecord
 from ..store.filters import MemoryFilter
 
 if TYPE_CHECKING:
-    from .core import Core
+    from .gate import Gate
 
 #: The setting of the cap, as the error names it.
 WORKING_CAP_SETTING = "WORKING_MEMORY_MAX_PER_IDENTITY"
 
 
-def check_working_cap(mem: Core, records: Sequence[MemoryRecord], now: datetime) -> None:
+def check_working_cap(gate: Gate, records: Sequence[MemoryRecord], now: datetime) -> None:
     """Refuse (a :class:`ValidationError` on ``namespace`` naming the setting) writes
     that would take the calling identity over its cap of working memories in a
     shared namespace. A keyed write whose slot exists replaces a memory in place and
     adds none. The caller holds ``store.write()``, so the count and the write agree."""
-    if mem.principal.trusted:
+    if gate.principal.trusted:
         return
-    own = mem.access.default_namespace(mem.principal)
+    own = gate.own_namespace
     adding: Counter[str] = Counter()
     for record in records:
         if record.type != WORKING_TYPE or record.namespace == own:
             continue
-        if record.slot_key and mem.store.find_slot(record.namespace, record.slot_key):
+        if record.slot_key and gate.find_slot(record.namespace, record.slot_key):
             continue
         adding[record.namespace] += 1
-    cap = mem.settings.working_memory_max_per_identity
-    actor = mem.access.actor(mem.principal)
+    cap = gate.parts.settings.working_memory_max_per_identity
+    actor = gate.actor
     for namespace, count in adding.items():
         mine = MemoryFilter(namespaces=[namespace], now=now, types=[WORKING_TYPE],
                             written_by=actor)  # fmt: skip
-        held = mem.store.count(mine)
+        held = gate.count(mine)
         if held + count > cap:
             raise ValidationError(
                 "namespace",

@@ -12,36 +12,40 @@ from .. import tracing
 from .. import validation as check
 from ..clock import as_utc
 from ..errors import NotFoundError, ValidationError
-from ..graph import supersession
 from ..record import MemoryRecord, SearchHit, Version, normalise_type, resolve_intent
 from ..retrieval import pipeline
 from ..retrieval.profiles import Candidate, SearchProfile, get_profile
 from ..write.statements import embedding_text
-from .core import Core
+from .gate import Gate, now_of
+from .parts import Parts
 
 
-class Reads(Core):
+class Reads:
     """The read path: what a principal may see, ranked or listed."""
+
+    def __init__(self, parts: Parts, gate: Gate) -> None:
+        self.parts = parts
+        self.gate = gate
 
     def get(
         self, memory_id: str, *, now: datetime | str | None = None, touch: bool = True
     ) -> MemoryRecord:
         """Open one memory (also an expired one); counts as a recall."""
-        record = self._visible(memory_id)
+        record = self.gate.visible(memory_id)
         if touch:
-            self._touch([record], self._now(now))
+            self.gate.touch([record], now_of(now))
         return record
 
     def history(self, memory_id: str) -> builtins.list[Version]:
         """Every version of a memory, oldest first (a deleted memory keeps its tombstone)."""
-        if self.store.get(check.identifier(memory_id, "id")) is not None:
-            self._visible(memory_id)
-        versions = self.store.versions(memory_id)
+        if self.gate.exists(memory_id):
+            self.gate.visible(memory_id)
+        versions = self.gate.versions(memory_id)
         if not versions:
             raise NotFoundError(memory_id)
         if versions[-1].op == "delete":  # a tombstone keeps only where the memory lived
             namespace = versions[-1].changes.get("namespace", [None])[0]
-            if namespace is None or not self.access.can_read(self.principal, namespace):
+            if namespace is None or not self.gate.can_read(namespace):
                 raise NotFoundError(memory_id)
         return versions
 
@@ -68,18 +72,18 @@ class Reads(Core):
         ``as_of``: only memories that held then (``valid_from <= as_of < valid_to``), as
         in :meth:`search`. ``filters``: on metadata, as in :meth:`search`."""
         if limit is None:
-            limit = min(100, self.settings.list_max_limit)
-        limit = check.page_limit(limit, self.settings)
+            limit = min(100, self.parts.settings.list_max_limit)
+        limit = check.page_limit(limit, self.parts.settings)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValidationError("offset", "must be a whole number >= 0")
-        flt = self._read_filter(
-            user_id=user_id, agent_id=agent_id, namespace=namespace, now=self._now(now),
+        flt = self.gate.read_filter(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, now=now_of(now),
             types=_types(type), kinds=[check.kind(kind)] if kind else None,
-            tags=check.tags(tags, self.settings) or None,
+            tags=check.tags(tags, self.parts.settings) or None,
             include_expired=include_expired, include_superseded=include_superseded,
             as_of=as_utc(as_of, "as_of"), filters=filters,
         )  # fmt: skip
-        return self.store.list_memories(flt, limit=limit, offset=offset, newest_first=newest_first)
+        return self.gate.list_memories(flt, limit=limit, offset=offset, newest_first=newest_first)
 
     def search(
         self,
@@ -111,16 +115,16 @@ class Reads(Core):
         ``ne``, ranges on numbers and dates, ``contains``, ``AND``/``OR``/``NOT``: see
         :mod:`memchentic.metadata_filter`). ``threshold``: only hits whose meaning is at
         least this close to the query (cosine, 0..1), after ranking."""
-        text = check.query(query, self.settings)
+        text = check.query(query, self.parts.settings)
         floor = None if threshold is None else check.unit_interval(threshold, "threshold")
-        count = check.limit(limit, self.settings)
-        chosen = get_profile(profile or self.settings.search_profile)
+        count = check.limit(limit, self.parts.settings)
+        chosen = get_profile(profile or self.parts.settings.search_profile)
         read_intent = resolve_intent(intent, tier)
-        when = self._now(now)
-        flt = self._read_filter(
+        when = now_of(now)
+        flt = self.gate.read_filter(
             user_id=user_id, agent_id=agent_id, namespace=namespace, now=when,
             types=_types(type), kinds=[check.kind(kind)] if kind else None,
-            tags=check.tags(tags, self.settings) or None,
+            tags=check.tags(tags, self.parts.settings) or None,
             path_hint=check.optional_text(path_hint, "path_hint"),
             repo=check.optional_text(repo, "repo"), include_expired=include_expired,
             include_superseded=True, as_of=as_utc(as_of, "as_of"), filters=filters,
@@ -128,7 +132,7 @@ class Reads(Core):
         if flt.namespaces == []:
             return []
         with tracing.span("memchentic.search.embed"):
-            vector = self.embedder.embed(embedding_text(text))
+            vector = self.parts.embedder.embed(embedding_text(text))
         req = pipeline.SearchRequest(
             text,
             vector,
@@ -138,21 +142,19 @@ class Reads(Core):
             when,
             flt.path_hint,
         )
-        ranked = pipeline.run(self.store, req, self.settings, reranker=self.reranker)
+        ranked = self.gate.rank(req)
         if floor is not None:
             ranked = [c for c in ranked if c.cosine >= floor]
         if not include_superseded:  # a superseded hit stands for the tip of its chain
             shown = replace(flt, include_superseded=False)
             with tracing.span("memchentic.search.supersession"):
-                ranked = supersession.follow(self.store, ranked, _memory_of, _with_tip, shown,
-                                             when)  # fmt: skip
+                ranked = self.gate.follow(ranked, _memory_of, _with_tip, shown, when)
         if include_trace:  # the trace says which hits replaced other memories
             for c in ranked:
-                c.trace["supersedes"] = float(supersession.replaced(self.store, c.memory))
-        self.bus.emit(
-            "memory.searched", actor=self.access.actor(self.principal),
-            namespace=self.access.default_namespace(self.principal), results=len(ranked),
-            along=lambda: self._touch([c.memory for c in ranked], when),
+                c.trace["supersedes"] = float(self.gate.replaced(c.memory))
+        self.gate.emit(
+            "memory.searched", namespace=self.gate.own_namespace, results=len(ranked),
+            along=lambda: self.gate.touch([c.memory for c in ranked], when),
         )  # fmt: skip
         return [
             SearchHit(c.memory, c.score, c.memory.text(read_intent),

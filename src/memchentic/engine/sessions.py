@@ -21,7 +21,7 @@ session summaries.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from types import SimpleNamespace
@@ -34,12 +34,10 @@ from ..ids import new_id
 from ..learn.summaries import ExtractiveSummarizer, Summarizer
 from ..record import MemoryRecord, Turn, WriteResult
 from ..write.secrets import apply_policy, redaction_note
-from .core import Core
-from .reads import Reads
-from .writes import Writes
+from .gate import Gate, now_of
+from .parts import Parts
 
 if TYPE_CHECKING:
-    from ..store.base import Store
     from ..store.filters import MemoryFilter
 
 DEFAULT_SESSION_PREFIX = "default:"
@@ -55,39 +53,44 @@ def check_session_id(value: Any) -> str:
     return check.identifier(value, "session_id")  # no NUL or other control characters
 
 
-def resolve_session_id(mem: Core, session_id: str | None, user_id: str | None) -> str:
+def resolve_session_id(gate: Gate, session_id: str | None, user_id: str | None) -> str:
     """The session id, or the caller's default session ``default:<user>``."""
     if session_id is not None:
         return check_session_id(session_id)
     if user_id is not None:
         who = user_id
-    elif mem.principal.trusted:
-        who = mem.settings.default_user_id
+    elif gate.principal.trusted:
+        who = gate.parts.settings.default_user_id
     else:
-        who = mem.principal.name
+        who = gate.principal.name
     return check_session_id(f"{DEFAULT_SESSION_PREFIX}{who}")
 
 
 def turn_read_namespace(
-    mem: Core, user_id: str | None, agent_id: str | None, namespace: str | None
+    gate: Gate, user_id: str | None, agent_id: str | None, namespace: str | None
 ) -> tuple[bool, str | None]:
     """Which turns a read may see: ``(visible, namespace)``; ``namespace`` None means
     every namespace (the trusted local principal naming no scope)."""
-    if mem.principal.trusted and namespace is None and user_id is None and agent_id is None:
+    if gate.principal.trusted and namespace is None and user_id is None and agent_id is None:
         return True, None
     try:
-        ns = mem._write_namespace(namespace, user_id, agent_id)
+        ns = gate.write_namespace(namespace, user_id, agent_id)
     except NamespaceError:  # unknown names read as empty, like forbidden ones
         return False, None
-    return mem.access.can_read(mem.principal, ns), ns
+    return gate.can_read(ns), ns
 
 
-class Sessions(Writes, Reads):
-    """Methods of ``Memory`` for sessions: turns, working memory, summaries."""
+class Sessions:
+    """Methods of ``Memory`` for sessions: turns, working memory, summaries.
+    ``add``: the write path's (working memory and summaries are memories)."""
 
-    #: The summariser of :meth:`summarize_session`; None = :class:`ExtractiveSummarizer`
-    #: with ``SESSION_SUMMARY_SENTENCES``. Set it on an instance to plug in another.
-    summarizer: Summarizer | None = None
+    def __init__(self, parts: Parts, gate: Gate, *, add: Callable[..., WriteResult]) -> None:
+        self.parts = parts
+        self.gate = gate
+        self.add = add
+        #: The summariser of :meth:`summarize_session`; None = :class:`ExtractiveSummarizer`
+        #: with ``SESSION_SUMMARY_SENTENCES`` (``Memory.summarizer`` sets it).
+        self.summarizer: Summarizer | None = None
 
     def record_turn(
         self,
@@ -105,21 +108,21 @@ class Sessions(Writes, Reads):
         if not isinstance(role, str) or not role.strip() or len(role) > MAX_ROLE_CHARS:
             raise ValidationError("role", f"must be a non-empty string of <= {MAX_ROLE_CHARS}")
         check.identifier(role, "role")
-        text = check.content(content, self.settings)
-        meta = check.metadata(metadata, self.settings)
-        if self.settings.secret_policy != "allow":  # redacted, never refused (the docstring)
+        text = check.content(content, self.parts.settings)
+        meta = check.metadata(metadata, self.parts.settings)
+        if self.parts.settings.secret_policy != "allow":  # redacted, never refused (the docstring)
             said = SimpleNamespace(content=text, metadata=meta)
             found = apply_policy(said, "redact", ("content", "metadata"))
             if found:  # the kinds and how many, never the secret (issue 31, item 6)
                 text, meta = said.content, {**said.metadata, **redaction_note(found)}
-        sid = resolve_session_id(self, session_id, user_id)
-        ns = self._write_namespace(namespace, user_id, agent_id)
-        if not self.access.can_write(self.principal, ns, WORKING_TYPE):
+        sid = resolve_session_id(self.gate, session_id, user_id)
+        ns = self.gate.write_namespace(namespace, user_id, agent_id)
+        if not self.gate.can_write(ns, WORKING_TYPE):
             raise NamespaceError("namespace", "you cannot write to this namespace")
-        at = self._now(now)
+        at = now_of(now)
         turn = Turn(new_id(int(at.timestamp() * 1000)), sid, ns, role.strip().lower(), text, at,
                     meta)  # fmt: skip
-        self.store.add_turn(turn)
+        self.gate.add_turn(turn)
         return turn
 
     def add_message(self, message: Mapping[str, Any], **options: Any) -> Turn:
@@ -143,22 +146,22 @@ class Sessions(Writes, Reads):
         """The last ``limit`` turns of a session that the caller can see, oldest first."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValidationError("limit", "must be a whole number >= 1")
-        sid = resolve_session_id(self, session_id, user_id)
-        visible, ns = turn_read_namespace(self, user_id, agent_id, namespace)
-        return self.store.turns(sid, namespace=ns, limit=limit) if visible else []
+        sid = resolve_session_id(self.gate, session_id, user_id)
+        visible, ns = turn_read_namespace(self.gate, user_id, agent_id, namespace)
+        return self.gate.turns(sid, namespace=ns, limit=limit) if visible else []
 
     def list_sessions(
         self, *, user_id: str | None = None, namespace: str | None = None
     ) -> builtins.list[tuple[str, int]]:
         """``(session id, turns)`` of the sessions the caller can see, latest first."""
         if user_id is None and namespace is None:
-            spaces = self.access.readable(self.principal, None)
+            spaces = self.gate.readable_namespaces(None)
         else:
-            visible, ns = turn_read_namespace(self, user_id, None, namespace)
+            visible, ns = turn_read_namespace(self.gate, user_id, None, namespace)
             if not visible:
                 return []
             spaces = None if ns is None else [ns]
-        return [] if spaces == [] else self.store.sessions(namespaces=spaces)
+        return [] if spaces == [] else self.gate.sessions(namespaces=spaces)
 
     def add_working(
         self,
@@ -171,14 +174,14 @@ class Sessions(Writes, Reads):
         """Remember something for this session only (type ``working``); with ``key``, a
         second write of the same key replaces the first. Expires after
         ``WORKING_MEMORY_TTL_DAYS`` unless ``ttl_days`` or ``permanent`` say otherwise."""
-        sid = resolve_session_id(self, session_id, options.get("user_id"))
+        sid = resolve_session_id(self.gate, session_id, options.get("user_id"))
         if key is not None:
             prefix = f"session:{sid}:working:"
             # checked under the caller's name: the slot key it becomes is ours
             key = check.optional_text(key, "key", max(1, check.SLOT_KEY_CHARS - len(prefix)))
             options["slot_key"] = f"{prefix}{key}" if key is not None else None
         if "ttl_days" not in options and "permanent" not in options:
-            ttl = self.settings.working_memory_ttl_days
+            ttl = self.parts.settings.working_memory_ttl_days
             options["permanent"] = ttl == 0
             options["ttl_days"] = ttl or None
         return self.add(content, type=WORKING_TYPE, session_id=sid, **options)
@@ -196,13 +199,13 @@ class Sessions(Writes, Reads):
         """The newest ``limit`` (default ``CONTEXT_SECTION_LIMIT``, at most
         ``LIST_MAX_LIMIT``) live working memories of a session, oldest first; read by
         session, each namespace taking its turn (:func:`session_working`)."""
-        count = self.settings.context_section_limit if limit is None else (
-            check.page_limit(limit, self.settings))  # fmt: skip
-        sid = resolve_session_id(self, session_id, user_id)
-        flt = self._read_filter(user_id=user_id, agent_id=agent_id, namespace=namespace,
-                                now=self._now(now))  # fmt: skip
-        own = self.access.default_namespace(self.principal)
-        return sorted(session_working(self.store, flt, sid, count, own), key=_created)
+        count = self.parts.settings.context_section_limit if limit is None else (
+            check.page_limit(limit, self.parts.settings))  # fmt: skip
+        sid = resolve_session_id(self.gate, session_id, user_id)
+        flt = self.gate.read_filter(user_id=user_id, agent_id=agent_id, namespace=namespace,
+                                now=now_of(now))  # fmt: skip
+        own = self.gate.own_namespace
+        return sorted(session_working(self.gate, flt, sid, count, own), key=_created)
 
     def summarize_session(
         self,
@@ -217,17 +220,19 @@ class Sessions(Writes, Reads):
         """Write (or replace) the session's ``summary`` memory from its last
         ``SESSION_SUMMARY_MAX_TURNS`` turns in the caller's scope; ``refused`` with
         reason ``empty session`` when it has none."""
-        sid = resolve_session_id(self, session_id, user_id)
-        ns = self._write_namespace(namespace, user_id, agent_id)
-        if not self.access.can_write(self.principal, ns, "summary"):
+        sid = resolve_session_id(self.gate, session_id, user_id)
+        ns = self.gate.write_namespace(namespace, user_id, agent_id)
+        if not self.gate.can_write(ns, "summary"):
             raise NamespaceError("namespace", "you cannot write to this namespace")
-        turns = self.store.turns(sid, namespace=ns, limit=self.settings.session_summary_max_turns)
+        turns = self.gate.turns(
+            sid, namespace=ns, limit=self.parts.settings.session_summary_max_turns
+        )
         if not turns:
             return WriteResult("refused", None, [], reason="empty session")
         chosen = (
             summarizer
             or self.summarizer
-            or ExtractiveSummarizer(self.settings.session_summary_sentences)
+            or ExtractiveSummarizer(self.parts.settings.session_summary_sentences)
         )
         text = chosen.summarize(turns)
         result = self.add(
@@ -238,15 +243,15 @@ class Sessions(Writes, Reads):
             now=now,
         )  # fmt: skip
         if result.ok:
-            self.bus.emit(
-                "session.summarized", actor=self.access.actor(self.principal), namespace=ns,
+            self.gate.emit(
+                "session.summarized", namespace=ns,
                 memory_id=result.id, session_id=sid, turns=len(turns), status=result.status,
             )  # fmt: skip
         return result
 
 
 def session_working(
-    store: Store, flt: MemoryFilter, session_id: str, limit: int, first: str | None = None
+    gate: Gate, flt: MemoryFilter, session_id: str, limit: int, first: str | None = None
 ) -> builtins.list[MemoryRecord]:
     """The newest ``limit`` live working memories of a session that pass ``flt``.
 
@@ -264,7 +269,7 @@ def session_working(
         ordered = sorted(dict.fromkeys(flt.namespaces), key=lambda ns: ns != first)
         spaces = [[ns] for ns in ordered]
     found = [
-        store.list_memories(replace(by_session, namespaces=ns), limit=limit, newest_first=True)
+        gate.list_memories(replace(by_session, namespaces=ns), limit=limit, newest_first=True)
         for ns in spaces
     ]
     chosen: builtins.list[MemoryRecord] = []

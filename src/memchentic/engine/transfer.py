@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -25,11 +25,21 @@ from ..errors import MemchenticError, ValidationError
 from ..record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
 from ..reports import ImportReport
 from ..store.base import MemoryFilter
-from ..store.keywords import adopt_language
 from ..text import KEYWORD_LANGUAGES
 from ..write.secrets import effective_policy, police_record, police_value
 from ..write.statements import memory_embedding_text
-from .core import Core
+from .gate import Gate
+
+
+class SupportsGate(Protocol):
+    """What holds a gate (``Memory``): export and import take it or a gate."""
+
+    _gate: Gate
+
+
+def _gate_of(on: Gate | SupportsGate) -> Gate:
+    return on if isinstance(on, Gate) else on._gate
+
 
 FORMAT = "memchentic"
 FORMAT_VERSION = 1
@@ -41,10 +51,9 @@ _TEXT_LIMITS = {"title": 0, "path_hint": 0, "repo": 0, "slot_key": 256, "user_id
                 "agent_id": 256, "session_id": 256, "superseded_by": 256}  # fmt: skip
 
 
-def _lines(mem: Core, *, vectors: bool) -> Iterator[dict[str, Any]]:
-    store = mem.store
+def _lines(gate: Gate, *, vectors: bool) -> Iterator[dict[str, Any]]:
     flt = MemoryFilter(
-        namespaces=mem.access.readable(mem.principal, None),
+        namespaces=gate.readable_namespaces(None),
         include_expired=True,
         include_superseded=True,
     )
@@ -52,41 +61,43 @@ def _lines(mem: Core, *, vectors: bool) -> Iterator[dict[str, Any]]:
         "kind": "header",
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "embedder": mem.embedder.identity,
+        "embedder": gate.parts.embedder.identity,
         # what the keyword index stems in: a restore into a new store stems alike
-        "keyword_language": getattr(store, "keyword_language", "english"),
+        "keyword_language": gate.keyword_language,
         "exported_at": to_text(utcnow()),
     }
     ids: set[str] = set()
-    for record in store.iter_memories(flt):
+    for record in gate.iter_memories(flt):
         ids.add(record.id)
         line: dict[str, Any] = {"kind": "memory", "record": record.to_dict()}
         if vectors:
-            vec = store.vectors([record.id]).get(record.id)
+            vec = gate.vectors([record.id]).get(record.id)
             if vec is not None:
                 line["vector"] = base64.b64encode(vec.astype(np.float32).tobytes()).decode()
         yield line
-    for edge in store.iter_edges():
+    for edge in gate.iter_edges():
         if edge.source in ids and edge.target in ids:
             yield {"kind": "edge", "edge": edge.to_dict()}
-    for version in store.iter_versions():
+    for version in gate.iter_versions():
         if version.memory_id in ids:
             yield {"kind": "version", "version": version.to_dict()}
 
 
-def export_jsonl(mem: Core, target: str | Path | IO[str], *, vectors: bool = True) -> int:
+def export_jsonl(
+    on: Gate | SupportsGate, target: str | Path | IO[str], *, vectors: bool = True
+) -> int:
     """Write every memory the caller can read; returns the number of lines written."""
     if isinstance(target, str | Path):
         with open(target, "w", encoding="utf-8") as handle:
-            return export_jsonl(mem, handle, vectors=vectors)
+            return export_jsonl(on, handle, vectors=vectors)
     count = 0
-    for line in _lines(mem, vectors=vectors):
+    for line in _lines(_gate_of(on), vectors=vectors):
         target.write(json.dumps(line, ensure_ascii=False) + "\n")
         count += 1
     return count
 
 
-def _parse_record(data: Any, mem: Core) -> MemoryRecord:
+def _parse_record(data: Any, gate: Gate) -> MemoryRecord:
     if not isinstance(data, dict):
         raise ValidationError("record", "must be an object")
     unknown = set(data) - _RECORD_FIELDS
@@ -97,11 +108,11 @@ def _parse_record(data: Any, mem: Core) -> MemoryRecord:
         values[name] = as_utc(values.get(name), name)
     values["id"] = check.identifier(values.get("id"), "id")
     values["namespace"] = str(parse_namespace(values.get("namespace", "")))
-    values["content"] = check.content(values.get("content"), mem.settings)
+    values["content"] = check.content(values.get("content"), gate.parts.settings)
     values["type"] = normalise_type(values.get("type"))
     values["kind"] = check.kind(values.get("kind", "entry"))
-    values["tags"] = check.tags(values.get("tags"), mem.settings)
-    values["metadata"] = check.metadata(values.get("metadata"), mem.settings)
+    values["tags"] = check.tags(values.get("tags"), gate.parts.settings)
+    values["metadata"] = check.metadata(values.get("metadata"), gate.parts.settings)
     for name, default in (("confidence", 1.0), ("importance", 0.5)):
         values[name] = check.unit_interval(values.get(name, default), name)
     # Every other field too: a line that passes here must insert without error.
@@ -109,7 +120,9 @@ def _parse_record(data: Any, mem: Core) -> MemoryRecord:
         limit = limit or check.MAX_SHORT_TEXT_CHARS
         values[name] = check.optional_text(values.get(name), name, limit)
     for name in ("tier_l0", "tier_l1"):
-        values[name] = check.optional_text(values.get(name), name, mem.settings.max_content_bytes)
+        values[name] = check.optional_text(
+            values.get(name), name, gate.parts.settings.max_content_bytes
+        )
     values["entities"] = check.entities(values.get("entities")) or []
     values["reinforcement"] = check.whole(values.get("reinforcement", 1), "reinforcement", 1)
     values["recall_count"] = check.whole(values.get("recall_count", 0), "recall_count")
@@ -135,7 +148,7 @@ def _parse_vector(text: Any, dimension: int) -> np.ndarray | None:
     return vec
 
 
-def _parse_line(number: int, text: str, mem: Core, policy: str) -> tuple[str, Any]:
+def _parse_line(number: int, text: str, gate: Gate, policy: str) -> tuple[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -153,9 +166,9 @@ def _parse_line(number: int, text: str, mem: Core, policy: str) -> tuple[str, An
             )
         return kind, language
     if kind == "memory":
-        record = _parse_record(data.get("record"), mem)
+        record = _parse_record(data.get("record"), gate)
         police_record(record, policy)  # the secret rule of any write
-        return kind, (record, _parse_vector(data.get("vector"), mem.embedder.dimension))
+        return kind, (record, _parse_vector(data.get("vector"), gate.parts.embedder.dimension))
     if kind == "edge":
         e = check.json_object(data.get("edge"), "edge") or {}
         if e.get("kind") not in EDGE_KINDS:
@@ -186,7 +199,7 @@ def _parse_line(number: int, text: str, mem: Core, policy: str) -> tuple[str, An
 
 
 def import_jsonl(
-    mem: Core,
+    on: Gate | SupportsGate,
     source: str | Path | IO[str],
     *,
     strict: bool = False,
@@ -199,62 +212,65 @@ def import_jsonl(
     a bad line under ``refuse``, redacted under ``redact``."""
     if isinstance(source, str | Path):
         with open(source, encoding="utf-8") as handle:
-            return import_jsonl(mem, handle, strict=strict, secrets=secrets)
-    policy = effective_policy(secrets, mem.settings.secret_policy, trusted=mem.principal.trusted)
+            return import_jsonl(on, handle, strict=strict, secrets=secrets)
+    gate = _gate_of(on)
+    policy = effective_policy(secrets, gate.parts.settings.secret_policy,
+                              trusted=gate.principal.trusted)  # fmt: skip
     report = ImportReport()
     parsed: list[tuple[str, Any]] = []
     for number, text in enumerate(source, start=1):
         if not text.strip():
             continue
         try:
-            parsed.append(_parse_line(number, text, mem, policy))
+            parsed.append(_parse_line(number, text, gate, policy))
         except KeyError as exc:
             report.errors.append((number, f"{exc.args[0]}: is required"))
         except (MemchenticError, TypeError, ValueError) as exc:
             report.errors.append((number, str(exc)))
     if strict and report.errors:
         return report
-    store = mem.store
     languages = [item for kind, item in parsed if kind == "header" and item is not None]
-    if languages and mem.principal.trusted:  # a store-wide choice: the local principal's
-        adopt_language(store, languages[0])  # a new store stems as the exported one did
-    with store.write():
+    if languages and gate.principal.trusted:  # a store-wide choice: the local principal's
+        gate.adopt_language(languages[0])  # a new store stems as the exported one did
+    with gate.write():
         for kind, item in parsed:
             if kind != "memory":
                 continue
             record, vector = item
             try:
-                allowed = mem.access.can_write(mem.principal, record.namespace, record.type)
+                allowed = gate.can_write(record.namespace, record.type)
             except ValidationError:
                 allowed = False
             if not allowed:
                 report.skipped += 1
                 continue
-            if store.get(record.id) is not None:
+            if gate.exists(record.id):
                 report.skipped += 1
                 continue
             if vector is None:
-                vector = mem.embedder.embed(memory_embedding_text(record.title, record.content))
+                vector = gate.parts.embedder.embed(
+                    memory_embedding_text(record.title, record.content)
+                )
             superseded_by, record.superseded_by = record.superseded_by, None
-            store.insert(record, vector)
+            gate.insert(record, vector)
             record.superseded_by = superseded_by
             report.memories += 1
         for kind, item in parsed:
             if kind == "edge":
-                if store.get(item.source) is None or store.get(item.target) is None:
+                if not (gate.exists(item.source) and gate.exists(item.target)):
                     report.skipped += 1
                     continue
-                if any(e.id == item.id for e in store.edges(item.source)):
+                if any(e.id == item.id for e in gate.edges(item.source)):
                     report.skipped += 1
                     continue
-                store.add_edge(item)
+                gate.add_edge(item)
                 report.edges += 1
             elif kind == "version":
-                if store.get(item.memory_id) is None or any(  # no versions of nothing
-                    v.version == item.version for v in store.versions(item.memory_id)
+                if not gate.exists(item.memory_id) or any(  # no versions of nothing
+                    v.version == item.version for v in gate.versions(item.memory_id)
                 ):
                     report.skipped += 1
                     continue
-                store.add_version(item)
+                gate.add_version(item)
                 report.versions += 1
     return report

@@ -25,93 +25,109 @@ from ..context.sections import session_summary_slot
 from ..embed import Embedder
 from ..errors import NotFoundError, ValidationError
 from ..lifetime import decay_scan, decayed_confidence
-from ..record import MemoryRecord
-from ..reports import ImportReport, MaintenanceReport
+from ..record import MemoryRecord, WriteResult
+from ..reports import ConsolidationReport, ImportReport, MaintenanceReport
 from ..store.base import MemoryFilter
 from ..write.statements import memory_embedding_text
-from .graph import GraphOps
-from .sessions import Sessions
+from .gate import Gate, now_of
+from .parts import Parts
 from .transfer import export_jsonl, import_jsonl
 
 
-class Upkeep(GraphOps, Sessions):
-    """Lifetime, statistics and whole-store jobs."""
+class Upkeep:
+    """Lifetime, statistics and whole-store jobs; ``delete`` (the write path's: gc
+    deletes as a caller would), ``consolidate`` (the graph's) and
+    ``summarize_session`` (the sessions') are passed in."""
+
+    def __init__(
+        self,
+        parts: Parts,
+        gate: Gate,
+        *,
+        delete: Callable[..., WriteResult],
+        consolidate: Callable[..., ConsolidationReport],
+        summarize_session: Callable[..., WriteResult],
+    ) -> None:
+        self.parts = parts
+        self.gate = gate
+        self.delete = delete
+        self.consolidate = consolidate
+        self.summarize_session = summarize_session
 
     def maintain(
         self, *, now: datetime | str | None = None, dry_run: bool = False
     ) -> MaintenanceReport:
         """Run gc, consolidation (when available), summary upkeep and event pruning;
         see :mod:`memchentic.engine.upkeep`."""
-        when = self._now(now)
+        when = now_of(now)
         report = MaintenanceReport(dry_run, self.gc(now=when, dry_run=dry_run))
         report.consolidation = self.consolidate(dry_run=dry_run).to_dict()
         report.summaries = _summaries(self, when, dry_run)
-        retention = self.settings.events_retention_days
-        if self.principal.trusted and retention > 0 and not dry_run:
-            report.events_pruned = self.store.prune_events(when - days(retention))
+        retention = self.parts.settings.events_retention_days
+        if self.gate.principal.trusted and retention > 0 and not dry_run:
+            report.events_pruned = self.gate.prune_events(when - days(retention))
         return report
 
     def stats(self, *, user_id: str | None = None, namespace: str | None = None) -> dict[str, Any]:
-        flt = self._read_filter(user_id=user_id, agent_id=None, namespace=namespace, now=utcnow())
-        return self.store.stats(flt).to_dict()
+        flt = self.gate.read_filter(
+            user_id=user_id, agent_id=None, namespace=namespace, now=utcnow()
+        )
+        return self.gate.stats(flt).to_dict()
 
     # Whole-store jobs are maintenance: no statement budget (STATEMENT_TIMEOUT_SECONDS).
     def gc(self, *, now: datetime | str | None = None, dry_run: bool = False) -> dict[str, Any]:
-        with self.store.unbudgeted():
-            return _gc(self, self._now(now), dry_run=dry_run)
+        with self.gate.unbudgeted():
+            return _gc(self, now_of(now), dry_run=dry_run)
 
     def export(self, target: Any, **kwargs: Any) -> int:
-        with self.store.unbudgeted():
-            return export_jsonl(self, target, **kwargs)
+        with self.gate.unbudgeted():
+            return export_jsonl(self.gate, target, **kwargs)
 
     def import_(self, source: Any, **kwargs: Any) -> ImportReport:
-        with self.store.unbudgeted():
-            return import_jsonl(self, source, **kwargs)
+        with self.gate.unbudgeted():
+            return import_jsonl(self.gate, source, **kwargs)
 
     def reset(self) -> int:
         """Empty the store of memories: every memory with its vector, edges, entities
         and history (tombstones too) goes; identities, groups, grants, keys, session
         turns and the event log stay. Trusted local principal only; returns how many
         memories were removed. (One scope: :meth:`delete_all`.)"""
-        if not self.principal.trusted:
+        if not self.gate.principal.trusted:
             raise ValidationError("principal", "only the trusted local principal can reset")
-        everything = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
+        everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
         gone: list[tuple[str, str, str, dict[str, object]]] = []
-        with self.store.write():
-            for record in list(self.store.iter_memories(everything)):
-                self.store.delete(record.id)
+        with self.gate.write():
+            for record in list(self.gate.iter_memories(everything)):
+                self.gate.delete(record)
                 gone.append(("memory.deleted", record.namespace, record.id, {"reset": True}))
-            for memory_id in {v.memory_id for v in self.store.iter_versions()}:
-                self.store.purge_versions(memory_id)
-        self.bus.emit_many(self.access.actor(self.principal), gone)
+            for memory_id in {v.memory_id for v in self.gate.iter_versions()}:
+                self.gate.purge_versions(memory_id)
+        self.gate.emit_many(gone)
         return len(gone)
 
     def reindex(self, **kwargs: Any) -> int:
         """Re-embed every memory of the store (trusted local principal only)."""
-        if not self.principal.trusted:
+        if not self.gate.principal.trusted:
             raise ValidationError("principal", "only the trusted local principal can reindex")
-        with self.store.unbudgeted():
+        with self.gate.unbudgeted():
             return _reindex(self, **kwargs)
-
-
-#: The options :meth:`Memory.add` knows (an unknown one is a ValidationError
 
 
 def _summaries(mem: Upkeep, now: datetime, dry_run: bool) -> list[dict[str, Any]]:
     """Summarise the sessions whose summary is missing or behind their last turn."""
-    s = mem.settings
+    s = mem.parts.settings
     out: list[dict[str, Any]] = []
-    spaces = mem.access.readable(mem.principal, None)
+    spaces = mem.gate.readable_namespaces(None)
     if spaces == []:
         return out
-    for session_id, _ in mem.store.sessions(namespaces=spaces):
-        recent = mem.store.turns(session_id, namespace=None, limit=s.session_summary_max_turns)
+    for session_id, _ in mem.gate.sessions(namespaces=spaces):
+        recent = mem.gate.turns(session_id, namespace=None, limit=s.session_summary_max_turns)
         for ns in sorted({t.namespace for t in recent}):
-            if not mem.access.can_write(mem.principal, ns, "summary"):
+            if not mem.gate.can_write(ns, "summary"):
                 continue
-            turns = mem.store.turns(session_id, namespace=ns, limit=s.session_summary_max_turns)
+            turns = mem.gate.turns(session_id, namespace=ns, limit=s.session_summary_max_turns)
             entry: dict[str, Any] = {"session_id": session_id, "namespace": ns, "id": None}
-            existing = mem.store.find_slot(ns, session_summary_slot(session_id))
+            existing = mem.gate.find_slot(ns, session_summary_slot(session_id))
             if len(turns) < s.session_summary_min_turns:
                 entry["status"] = "too short"
             elif existing is not None and existing.metadata.get("last_turn") == turns[-1].id:
@@ -133,10 +149,10 @@ def _gc(mem: Upkeep, now: datetime, *, dry_run: bool = False) -> dict[str, Any]:
     Safe to run beside writers and other gc runs: each deletion re-reads its memory
     inside the write transaction and skips it when it is gone or no longer due (a
     ``revise`` brought it back meanwhile)."""
-    s = mem.settings
+    s = mem.parts.settings
     expired_before = now - days(s.memory_gc_retention_days)
     found: dict[str, list[str]] = {"expired": [], "decayed": []}
-    for record in mem.store.gc_candidates(expired_before, decay_scan(s, now)):
+    for record in mem.gate.gc_candidates(expired_before, decay_scan(s, now)):
         reason = _gc_reason(mem, record, now, expired_before)
         if reason is not None:
             found[reason].append(record.id)
@@ -163,8 +179,8 @@ def _gc_reason(
     mem: Upkeep, record: MemoryRecord, now: datetime, expired_before: datetime
 ) -> str | None:
     """``expired``, ``decayed`` or None (keep), for a memory the caller may delete."""
-    s = mem.settings
-    if not mem.access.can_write(mem.principal, record.namespace, record.type):
+    s = mem.parts.settings
+    if not mem.gate.can_write(record.namespace, record.type):
         return None
     if record.expires_at is not None and record.expires_at <= expired_before:
         return "expired"
@@ -184,9 +200,9 @@ def _reindex(
 ) -> int:
     """Re-embed every memory with ``embedder`` (default: the memory's own) and record
     the new model in the store. Returns how many memories were re-embedded."""
-    target = embedder or mem.embedder
-    everything = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
-    total = mem.store.count(everything)
+    target = embedder or mem.parts.embedder
+    everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
+    total = mem.gate.count(everything)
     done = 0
     batch: list[tuple[str, str]] = []
 
@@ -195,21 +211,21 @@ def _reindex(
         if not batch:
             return
         vectors = target.embed_batch([text for _, text in batch])
-        mem.store.replace_vectors({mid: vec for (mid, _), vec in zip(batch, vectors, strict=True)})
+        mem.gate.replace_vectors({mid: vec for (mid, _), vec in zip(batch, vectors, strict=True)})
         done += len(batch)
         batch.clear()
         if progress:
             progress(done, total)
 
     # One transaction: other processes never see vectors of two models side by side.
-    with mem.store.write():
-        for record in list(mem.store.iter_memories(everything)):
+    with mem.gate.write():
+        for record in list(mem.gate.iter_memories(everything)):
             batch.append((record.id, memory_embedding_text(record.title, record.content)))
             if len(batch) >= batch_size:
                 flush()
         flush()
-        mem.store.set_meta("embedding_model", target.model)
-        mem.store.set_meta("embedding_dimension", str(target.dimension))
-        mem.store.set_meta("index_epoch", str(time.time_ns()))
-    mem.embedder = target
+        mem.gate.set_meta("embedding_model", target.model)
+        mem.gate.set_meta("embedding_dimension", str(target.dimension))
+        mem.gate.set_meta("index_epoch", str(time.time_ns()))
+    mem.parts.embedder = target
     return done

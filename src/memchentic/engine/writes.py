@@ -19,10 +19,19 @@ from ..ids import new_id
 from ..lifetime import initial_expiry
 from ..record import MemoryRecord, WriteResult, normalise_type
 from ..store.filters import by_agent
-from ..write.resolve import EPISODIC, WriteContext, diff, record_version, resolve_many
-from ..write.secrets import RECORD_FIELDS, effective_policy, police_record
+from ..write.resolve import EPISODIC, diff, record_version, resolve_many
+from ..write.secrets import (
+    RECORD_FIELDS,
+    apply_policy,
+    effective_policy,
+    kinds_of,
+    police_record,
+    redaction_note,
+    redaction_reason,
+)
 from ..write.statements import memory_embedding_text
-from .core import Core
+from .gate import Gate, now_of
+from .parts import Parts
 from .quotas import check_working_cap
 
 
@@ -54,9 +63,13 @@ def records_speech(type_: str, on_duplicate: str, metadata: Mapping[str, Any]) -
     return any(isinstance(metadata.get(k), str) and metadata[k].strip() for k in SPEAKER_KEYS)
 
 
-class Writes(Core):
+class Writes:
     """The write path: every write is validated, policed for secrets, embedded, then
     resolved against its neighbours inside one store transaction."""
+
+    def __init__(self, parts: Parts, gate: Gate) -> None:
+        self.parts = parts
+        self.gate = gate
 
     def add(self, content: str, **options: Any) -> WriteResult:
         """Remember one memory; returns what happened (``added``, ``updated``, ``merged``,
@@ -82,7 +95,7 @@ class Writes(Core):
         string or a mapping of :meth:`add` options (``common`` applies to all); at most
         ``MAX_WRITES_PER_CALL`` items (else :class:`LimitError`, nothing written)."""
         items = list(items)
-        check.within(len(items), self.settings.max_writes_per_call, "items",
+        check.within(len(items), self.parts.settings.max_writes_per_call, "items",
                      "MAX_WRITES_PER_CALL", "writes")  # fmt: skip
         prepared: list[_Prepared] = []
         policies: list[str | None] = []
@@ -95,28 +108,25 @@ class Writes(Core):
                 raise ValidationError("content", "is required")
             policies.append(options.pop("on_duplicate", None))
             linking.append(bool(options.pop("auto_edges", False)))
-            on_duplicate = self._duplicate_policy(policies[-1])
+            on_duplicate = self.gate.duplicate_policy(policies[-1])
             prepared.append(self._prepare(**options, _scopes=scopes, _on_duplicate=on_duplicate))
         if not prepared:
             return []
         todo = [p for p in prepared if p.refusal is None]
         vectors = (
-            self.embedder.embed_batch([p.text_for_embedding for p in todo])
+            self.parts.embedder.embed_batch([p.text_for_embedding for p in todo])
             if todo
-            else np.zeros((0, self.embedder.dimension), dtype=np.float32)
+            else np.zeros((0, self.parts.embedder.dimension), dtype=np.float32)
         )
         by_id = {p.record.id: v for p, v in zip(todo, vectors, strict=True)}
-        actor = self.access.actor(self.principal)  # once a call
+        actor = self.gate.actor  # once a call
         contexts = [
-            WriteContext(
-                self.store, self.settings, actor, prep.record.created_at or utcnow(),
-                self._duplicate_policy(policy), self.edge_classifier if link else None,
-                resolver=self.resolver,
-            )
+            self.gate.write_context(prep.record.created_at or utcnow(), policy, link=link,
+                                    actor=actor)
             for prep, policy, link in zip(prepared, policies, linking, strict=True)
         ]  # fmt: skip
-        with self.store.write():
-            check_working_cap(self, [p.record for p in todo], utcnow())
+        with self.gate.write():
+            check_working_cap(self.gate, [p.record for p in todo], utcnow())
             resolved = iter(resolve_many([
                 (ctx, prep.record, by_id[prep.record.id])
                 for prep, ctx in zip(prepared, contexts, strict=True) if prep.refusal is None
@@ -131,7 +141,7 @@ class Writes(Core):
         for prep, ctx, result in zip(prepared, contexts, results, strict=True):
             pending.extend(ctx.pending)
             pending.append(_write_event(prep.record, result))
-        self.bus.emit_many(self.access.actor(self.principal), pending)
+        self.gate.emit_many(pending)
         return results
 
     def _prepare(
@@ -167,21 +177,21 @@ class Writes(Core):
         _scopes: dict[tuple[Any, ...], Any] | None = None,
         _on_duplicate: str = "refuse",
     ) -> _Prepared:
-        s = self.settings
+        s = self.parts.settings
         text = check.content(content, s)
         scopes = {} if _scopes is None else _scopes
         where = (namespace, user_id, agent_id)
         if where not in scopes:
-            scopes[where] = self._write_namespace(namespace, user_id, agent_id)
+            scopes[where] = self.gate.write_namespace(namespace, user_id, agent_id)
         ns = scopes[where]
         type_ = normalise_type(type)
         if (ns, type_) not in scopes:
-            scopes[ns, type_] = self.access.can_write(self.principal, ns, type_)
+            scopes[ns, type_] = self.gate.can_write(ns, type_)
         if not scopes[ns, type_]:
             raise NamespaceError("namespace", "you cannot write to this namespace")
         if type_ == CHARTER_TYPE:
             slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
-        clock = self._now(now)
+        clock = now_of(now)
         created = as_utc(created_at, "created_at") or clock
         meta = check.metadata(metadata, s)
         speech = records_speech(type_, _on_duplicate, meta)
@@ -221,12 +231,12 @@ class Writes(Core):
         check.validity(record.valid_from, record.valid_to)
         given = check.entities(entities)
         record.entities = given or []  # scanned with the other fields
-        policy = effective_policy(secrets, s.secret_policy, trusted=self.principal.trusted,
+        policy = effective_policy(secrets, s.secret_policy, trusted=self.gate.principal.trusted,
                                   speech=speech)  # fmt: skip
-        refusal, redacted = self._apply_secret_policy(record, policy)
+        refusal, redacted = _apply_secret_policy(record, policy)
         if refusal is not None:
             return _Prepared(record, "", refusal)
-        record.polarity = self.polarity.polarity(record.content)
+        record.polarity = self.parts.polarity.polarity(record.content)
         if given is None:
             record.entities = self._entities(record)
         # Unicode forms and invisible characters embed alike
@@ -236,23 +246,25 @@ class Writes(Core):
     def revise(self, memory_id: str, content: str | None = None, **changes: Any) -> WriteResult:
         """Edit a memory (content and other fields); moves ``updated_at`` (resets its age)
         and brings an expired memory back."""
-        now = self._now(changes.pop("now", None))
-        with self.store.write():
-            old = self._writable(memory_id)
+        now = now_of(changes.pop("now", None))
+        with self.gate.write():
+            old = self.gate.writable(memory_id)
             new = self._changed(old, content, changes)
             new.updated_at = now
             if new.expires_at is not None:
-                new.expires_at = max(new.expires_at, initial_expiry(now, self.settings) or now)
+                new.expires_at = max(
+                    new.expires_at, initial_expiry(now, self.parts.settings) or now
+                )
             vector = None
             if new.content != old.content or new.title != old.title:
-                new.polarity = self.polarity.polarity(new.content)
+                new.polarity = self.parts.polarity.polarity(new.content)
                 if "entities" not in changes:
                     new.entities = self._entities(new)
-                vector = self.embedder.embed(memory_embedding_text(new.title, new.content))
-            self.store.update(new, vector)
-            ctx = self._ctx(now)
+                vector = self.parts.embedder.embed(memory_embedding_text(new.title, new.content))
+            self.gate.update(new, vector)
+            ctx = self.gate.write_context(now)
             record_version(ctx, new.namespace, new.id, "revise", diff(old, new))
-        self._flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "revised"}))
+        self.gate.flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "revised"}))
         return WriteResult("revised", new.id, [new.id], memory=new)
 
     def improve(
@@ -275,20 +287,20 @@ class Writes(Core):
             changes["valid_from"] = valid_from
         if valid_to is not None:
             changes["valid_to"] = valid_to
-        when = self._now(now)
-        with self.store.write():
-            old = self._writable(memory_id)
+        when = now_of(now)
+        with self.gate.write():
+            old = self.gate.writable(memory_id)
             new = self._changed(old, None, changes)
-            self.store.update(new)
-            ctx = self._ctx(when)
+            self.gate.update(new)
+            ctx = self.gate.write_context(when)
             record_version(ctx, new.namespace, new.id, "improve", diff(old, new))
-        self._flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "improved"}))
+        self.gate.flush(ctx, ("memory.updated", new.namespace, new.id, {"status": "improved"}))
         return WriteResult("updated", new.id, [new.id], memory=new)
 
     def _changed(
         self, old: MemoryRecord, content: str | None, changes: dict[str, Any]
     ) -> MemoryRecord:
-        s = self.settings
+        s = self.parts.settings
         allowed = {
             "title": lambda v: check.optional_text(v, "title"),
             "tags": lambda v: check.tags(v, s),
@@ -326,10 +338,10 @@ class Writes(Core):
     def _retyped(self, old: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
         """A change of type is a write of the new type, under the rules of ``add``: only
         a group's admins write its ``charter``, and a group has one (issue 20, item 3)."""
-        if not self.access.can_write(self.principal, old.namespace, new.type):
+        if not self.gate.can_write(old.namespace, new.type):
             raise NamespaceError("type", f"you cannot write {new.type} memories here")
         if new.type == CHARTER_TYPE:
-            current = self.store.find_slot(old.namespace, CHARTER_TYPE)
+            current = self.gate.find_slot(old.namespace, CHARTER_TYPE)
             if current is not None and current.id != old.id:
                 raise ValidationError(
                     "type", f"the group already has a charter ({current.id}); revise that one"
@@ -346,16 +358,15 @@ class Writes(Core):
         Its history keeps one tombstone version (no content). (``_due``, for gc: delete
         only when ``_due(memory)`` still holds inside the write; else status ``kept``.)"""
         now = utcnow()
-        with self.store.write():
-            record = self._writable(memory_id)
+        with self.gate.write():
+            record = self.gate.writable(memory_id)
             if _due is not None and not _due(record):
                 return WriteResult("kept", memory_id, [memory_id])
-            self.store.delete(memory_id)
-            self.store.purge_versions(memory_id)
+            self.gate.delete(record)
             tomb: dict[str, list[object]] = {"namespace": [record.namespace, None]}
-            ctx = self._ctx(now)
+            ctx = self.gate.write_context(now)
             record_version(ctx, record.namespace, memory_id, "delete", tomb)
-        self._flush(ctx, ("memory.deleted", record.namespace, memory_id, {}))
+        self.gate.flush(ctx, ("memory.deleted", record.namespace, memory_id, {}))
         return WriteResult("deleted", memory_id, [memory_id])
 
     forget = delete
@@ -380,21 +391,25 @@ class Writes(Core):
             raise ValidationError(
                 "scope", "delete_all needs user_id, agent_id, session_id or namespace"
             )
-        for field, value in (("user_id", user_id), ("agent_id", agent_id),
-                             ("session_id", session_id), ("namespace", namespace)):
+        for field, value in (
+            ("user_id", user_id),
+            ("agent_id", agent_id),
+            ("session_id", session_id),
+            ("namespace", namespace),
+        ):
             check.scope_value(value, field)  # "" is an error, never "no scope"
         sid = check.optional_text(session_id, "session_id", 256)
-        flt = self._read_filter(
+        flt = self.gate.read_filter(
             user_id=user_id, agent_id=agent_id, namespace=namespace, now=utcnow(),
             include_expired=True, include_superseded=True,
         )  # fmt: skip
         if flt.namespaces == []:
             return 0
         doomed = [
-            r.id for r in self.store.iter_memories(flt)
+            r.id for r in self.gate.iter_memories(flt)
             if (sid is None or r.session_id == sid)
             and (agent_id is None or by_agent(r, agent_id))
-            and self.access.can_write(self.principal, r.namespace, r.type)
+            and self.gate.can_write(r.namespace, r.type)
         ]  # fmt: skip
         deleted = 0
         for memory_id in doomed:
@@ -403,6 +418,10 @@ class Writes(Core):
             except NotFoundError:  # deleted meanwhile
                 continue
         return deleted
+
+    def _entities(self, record: MemoryRecord) -> builtins.list[str]:
+        text = " ".join(filter(None, (record.title, record.content)))
+        return self.parts.entity_extractor.extract(text)[:64]
 
     def pin(self, memory_id: str) -> WriteResult:
         """Pin a memory: it goes in the stable part of every context that can see it."""
@@ -415,20 +434,20 @@ class Writes(Core):
     def _set_pinned(self, memory_id: str, value: bool) -> WriteResult:
         """Change only ``pinned`` (not ``updated_at``: pinning does not make a memory
         fresher); a version and ``memory.pinned`` / ``memory.unpinned`` record it."""
-        now = self._now(None)
-        with self.store.write():
-            old = self._writable(memory_id)
+        now = now_of(None)
+        with self.gate.write():
+            old = self.gate.writable(memory_id)
             if old.pinned == value:
                 state = "pinned" if value else "not pinned"
                 return WriteResult("updated", old.id, [old.id], reason=f"already {state}",
                                    memory=old)  # fmt: skip
             new = replace(old, pinned=value)
-            self.store.update(new)
-            ctx = self._ctx(now)
+            self.gate.update(new)
+            ctx = self.gate.write_context(now)
             record_version(ctx, new.namespace, new.id, "pin" if value else "unpin",
                            diff(old, new))  # fmt: skip
         event = "memory.pinned" if value else "memory.unpinned"
-        self._flush(ctx, (event, new.namespace, new.id, {}))
+        self.gate.flush(ctx, (event, new.namespace, new.id, {}))
         return WriteResult("updated", new.id, [new.id], memory=new)
 
     def restore(self, memory_id: str, *, now: datetime | str | None = None) -> WriteResult:
@@ -443,32 +462,48 @@ class Writes(Core):
         the newer memories the caller can see), or ``unchanged`` when it is neither
         superseded nor expired. The caller must be able to write the memory; one it
         cannot see is a :class:`NotFoundError` (issue 31, item 7)."""
-        when = self._now(now)
-        with self.store.write():
-            old = self._writable(memory_id)
-            hiding = [e for e in self.store.edges(old.id, kind="supersedes") if e.target == old.id]
+        when = now_of(now)
+        with self.gate.write():
+            old = self.gate.writable(memory_id)
+            hiding = [e for e in self.gate.edges(old.id, kind="supersedes") if e.target == old.id]
             expired = old.is_expired(when)
             if not (old.superseded_by or hiding or expired):
                 return WriteResult("unchanged", old.id, [old.id],
                                    reason="not superseded or expired", memory=old)  # fmt: skip
             for edge in hiding:
-                self.store.delete_edge(edge.id)
+                self.gate.delete_edge(edge.id)
             new = replace(old, superseded_by=None)
             if expired:
                 new.expires_at = initial_expiry(
-                    when, self.settings, speech=records_speech(old.type, "", old.metadata)
+                    when, self.parts.settings, speech=records_speech(old.type, "", old.metadata)
                 )
-            self.store.update(new)
-            ctx = self._ctx(when)
+            self.gate.update(new)
+            ctx = self.gate.write_context(when)
             record_version(ctx, new.namespace, new.id, "restore", diff(old, new))
         undone = [name for name, done in (("superseded", old.superseded_by or hiding),
                                           ("expired", expired)) if done]  # fmt: skip
         newer = dict.fromkeys([e.source for e in hiding] + [old.superseded_by or ""])
-        shown = [i for i, r in self.store.get_many([i for i in newer if i]).items()
-                 if self.access.can_read(self.principal, r.namespace)]  # fmt: skip
-        self._flush(ctx, ("memory.restored", new.namespace, new.id, {"undone": undone}))
+        shown = list(self.gate.readable_many([i for i in newer if i]))
+        self.gate.flush(ctx, ("memory.restored", new.namespace, new.id, {"undone": undone}))
         return WriteResult("restored", new.id, [new.id, *sorted(shown)],
                            reason="restore:" + ",".join(undone), memory=new)  # fmt: skip
+
+
+def _apply_secret_policy(
+    record: MemoryRecord, policy: str, fields: Sequence[str] = RECORD_FIELDS
+) -> tuple[WriteResult | None, str | None]:
+    """Secrets in ``fields`` (every field a write sets), DESIGN 4, step 5: a
+    ``refused`` result, or redacted in place with the reason to report
+    (``redacted:KIND,... (N)``; the kinds in ``metadata["redacted"]``, how many
+    spans in ``metadata["redacted_count"]``, never the secret itself)."""
+    found = apply_policy(record, policy, fields)
+    if not found:
+        return None, None
+    if policy == "refuse":
+        refusal = WriteResult("refused", None, [], reason="secret:" + ",".join(kinds_of(found)))
+        return refusal, None
+    record.metadata = {**record.metadata, **redaction_note(found)}
+    return None, redaction_reason(found)
 
 
 ADD_OPTIONS = frozenset(

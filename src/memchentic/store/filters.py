@@ -57,6 +57,12 @@ class MemoryFilter:
     #: their version 1 (the per-identity cap of working memory; issue 32, item 3).
     written_by: str | None = None
 
+    @classmethod
+    def everything(cls, **fields: Any) -> MemoryFilter:
+        """Every namespace, said by name: a whole-store job (gc, reindex, reset, backup,
+        a copy), or the trusted local principal's read. Other fields narrow it as usual."""
+        return cls(namespaces=None, **fields)
+
     def is_unrestricted(self) -> bool:
         """True when every live row passes (no namespace or field restriction)."""
         return (
