@@ -22,7 +22,9 @@ def test_nothing_of_a_deleted_memory_resurfaces(mem: Memory):
 
     mem.delete(gone.id)
 
-    flt = MemoryFilter(now=datetime.now(UTC), include_expired=True, include_superseded=True)
+    flt = MemoryFilter.everything(
+        now=datetime.now(UTC), include_expired=True, include_superseded=True
+    )
     with pytest.raises(NotFoundError):
         mem.get(gone.id)
     assert gone.id not in {h.id for h in mem.search("Yolanda audits ledger quarter")}

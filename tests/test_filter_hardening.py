@@ -151,7 +151,7 @@ def test_in_costs_the_same_sql_whatever_the_length_of_its_list(dialect: str) -> 
         from memchentic.store.postgres_rows import POSTGRES as engine
 
     def rendered(values: list[Any]) -> tuple[str, int]:
-        text, params = engine.where(MemoryFilter(metadata=parse({"k": {"in": values}})))
+        text, params = engine.where(MemoryFilter.everything(metadata=parse({"k": {"in": values}})))
         return text, len(params)
 
     short, long = rendered([1, 2]), rendered(list(range(256)))

@@ -63,7 +63,9 @@ def _nowhere(mem: Memory, *secrets: str) -> None:
     mem.export(out)
     dumped.append(out.getvalue())
     text = "\n".join(dumped)
-    everything = MemoryFilter(now=utcnow(), include_expired=True, include_superseded=True)
+    everything = MemoryFilter.everything(
+        now=utcnow(), include_expired=True, include_superseded=True
+    )
     for secret in secrets:
         for part in _secret_parts(secret):
             assert part not in text, part

@@ -231,7 +231,7 @@ def test_the_stages_hand_over_the_rank_rows_they_read(make_mem, settings) -> Non
     mem.store.touch([(i, n + 1, NOW, None) for n, i in enumerate(ids[::4])])
     namespaces = [mem._read_filter(user_id="u1", agent_id=None, namespace=None, now=NOW,
                                    include_superseded=True).namespaces]  # fmt: skip
-    filters = [MemoryFilter(now=NOW), MemoryFilter(namespaces=namespaces[0], now=NOW)]
+    filters = [MemoryFilter.everything(now=NOW), MemoryFilter(namespaces=namespaces[0], now=NOW)]
     queries = ["harbour cranes", "note topic 4", "shared words"]
     checked = carried = 0
     for flt in filters:

@@ -312,7 +312,7 @@ def test_keyword_only_and_vector_only_candidates_both_rank(make_mem):
 def _all():
     from memchentic.store.base import MemoryFilter
 
-    return MemoryFilter(now=datetime.now(UTC))
+    return MemoryFilter.everything(now=datetime.now(UTC))
 
 
 def test_keyword_stage_ranks_the_rarest_words_within_budget_at_any_size(make_mem):
@@ -330,10 +330,10 @@ def test_keyword_stage_ranks_the_rarest_words_within_budget_at_any_size(make_mem
         " ".join(w for w, n in every.items() if i % n == 0) + f" row {i}" for i in range(60)
     ]
     ids = [r.id for r in m.add_many(texts, on_duplicate="keep")]
-    found = m.store.keyword_search("alpha beta gamma delta", 100, MemoryFilter())
+    found = m.store.keyword_search("alpha beta gamma delta", 100, MemoryFilter.everything())
     # delta and gamma (9 rows) fit the window of 10; beta (20 more) would not
     expected = {ids[i] for i in range(60) if i % 12 == 0 or i % 15 == 0}
     assert {i for i, _ in found} == expected and len(found) == 8
     assert found[0][0] == ids[0]  # the one row holding both ranked words
-    newest = m.store.keyword_search("beta", 100, MemoryFilter())
+    newest = m.store.keyword_search("beta", 100, MemoryFilter.everything())
     assert {i for i, _ in newest} == {ids[i] for i in range(0, 60, 3)[-10:]}

@@ -117,7 +117,7 @@ def _conversations(mem: Memory, seed: int) -> None:
 
 
 FILTERS = {
-    "everything": MemoryFilter(now=NOW, include_superseded=True),
+    "everything": MemoryFilter.everything(now=NOW, include_superseded=True),
     "one namespace": MemoryFilter(namespaces=["user:ann"], now=NOW, include_superseded=True),
     "episodic": MemoryFilter(
         namespaces=["user:ann", "user:bob"], now=NOW, types=["episodic"], include_superseded=True
@@ -125,7 +125,7 @@ FILTERS = {
     "expired too": MemoryFilter(
         namespaces=["user:bob"], now=NOW, include_expired=True, include_superseded=True
     ),  # fmt: skip
-    "a window": MemoryFilter(
+    "a window": MemoryFilter.everything(
         now=NOW,
         include_superseded=True,
         isolated=True,
@@ -206,7 +206,7 @@ def test_neighbours_are_the_adjacent_rows_that_pass_the_filter(make_mem):
     _conversations(mem, 3)
     store = mem.store
     everything = store.list_memories(
-        MemoryFilter(include_expired=True, include_superseded=True), limit=1000
+        MemoryFilter.everything(include_expired=True, include_superseded=True), limit=1000
     )
     rng = random.Random(5)
     default = functools.partial(Store.session_lines, store)
@@ -252,7 +252,7 @@ def test_a_joined_neighbour_is_adjacent_to_its_own_neighbours_only(make_mem):
         for hours in (0, 5, 7, 10, 15)
     ]  # fmt: skip
     first, five, _, ten, last = ids
-    flt = MemoryFilter(now=NOW, include_superseded=True)
+    flt = MemoryFilter.everything(now=NOW, include_superseded=True)
     points = [("user:u", "s", T0), ("user:u", "s", T0 + timedelta(hours=15))]
     hood = context.neighbours(mem.store, flt, [first, last], points, GAP)
     assert hood == context.Neighbourhood(
@@ -289,7 +289,7 @@ def test_a_neighbour_the_caller_cannot_see_changes_no_score(make_mem):
     req = _request(mem, "Ann yoga river garden", flt, 10, "rrf")
     before = pipeline.run(mem.store, req, mem.settings)
     assert {c.memory.id for c in before} == set(visible)
-    everyone = MemoryFilter(now=NOW, include_expired=True, include_superseded=True)
+    everyone = MemoryFilter.everything(now=NOW, include_expired=True, include_superseded=True)
     seen = {c.memory.id: c for c in pipeline.run(mem.store, replace(req, flt=everyone, limit=20),
                                                  mem.settings)}  # fmt: skip
     assert set(hidden) <= set(seen)

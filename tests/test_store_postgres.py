@@ -140,7 +140,7 @@ def test_hnsw_answers_large_stores_and_filters_still_find_small_namespaces(
     hits = m.search("common bulk row", user_id="tiny")
     assert [h.id for h in hits] == [small.id]
     # unfiltered: the index answers, with the recall of an exact scan on this data
-    flt = MemoryFilter(now=datetime.now(UTC))
+    flt = MemoryFilter.everything(now=datetime.now(UTC))
     query = HashEmbedder().embed("bulk row about harbour cranes 3")
     approx = m.store.vector_search(query, 10, flt)
     m.store.exact_vector_rows = 10_000  # type: ignore[attr-defined]
@@ -162,7 +162,7 @@ def test_hnsw_answers_large_stores_and_filters_still_find_small_namespaces(
 def test_any_text_is_a_plain_word_query(mem: Memory, query: str):
     if not query.strip():
         return
-    mem.store.keyword_search(query, 5, MemoryFilter())
+    mem.store.keyword_search(query, 5, MemoryFilter.everything())
     mem.store.term_stats(query)
 
 
@@ -222,13 +222,14 @@ def test_open_store_routes_urls(stores: Stores):
 def test_a_snapshot_sees_one_state_and_does_not_hold_writers(mem: Memory):
     first = mem.add("Snapshot anchor about herons").id
     with mem.store.snapshot():
-        before = {r.id for r in mem.store.iter_memories(MemoryFilter())}
+        before = {r.id for r in mem.store.iter_memories(MemoryFilter.everything())}
         done: list[str] = []
         writer = threading.Thread(target=lambda: done.append(mem.add("Written meanwhile").id))
         writer.start()
         writer.join(30)
         assert done  # the writer was not blocked by the snapshot
-        assert {r.id for r in mem.store.iter_memories(MemoryFilter())} == before == {first}
+        after = {r.id for r in mem.store.iter_memories(MemoryFilter.everything())}
+        assert after == before == {first}
     assert len(mem.list()) == 2
     assert mem.store.check()["ok"]
 
@@ -256,10 +257,11 @@ def test_a_query_of_only_common_words_ranks_about_the_newest_matches(
     results = m.add_many([f"alpha report {i}: item {i * 7}" for i in range(60)],
                          on_duplicate="keep")  # fmt: skip
     newest = {r.id for r in results[-10:]}
-    found = m.store.keyword_search("alpha report", 100, MemoryFilter(now=datetime.now(UTC)))
+    every = MemoryFilter.everything(now=datetime.now(UTC))
+    found = m.store.keyword_search("alpha report", 100, every)
     assert {i for i, _ in found} == newest
     rare = m.add("alpha report with a zeppelin").id
-    assert m.store.keyword_search("zeppelin alpha", 3, MemoryFilter())[0][0] == rare
+    assert m.store.keyword_search("zeppelin alpha", 3, MemoryFilter.everything())[0][0] == rare
 
 
 def test_search_runs_its_stages_at_once_outside_a_transaction(

@@ -163,7 +163,7 @@ def test_common_words_rank_the_newest_window_by_idf(db_path: Path):
         texts = [f"row {i} " + " ".join(ws) + (" zebra" if i == 4 else "")
                  for i, ws in enumerate(words)]  # fmt: skip
         ids = [r.id for r in m.add_many(texts, on_duplicate="keep")]
-        flt = MemoryFilter(include_superseded=True)
+        flt = MemoryFilter.everything(include_superseded=True)
         hits = m.store.keyword_search("alpha beta", 50, flt)
         matching = [i for i, ws in enumerate(words) if ws]
         window = matching[-12:]
@@ -177,7 +177,8 @@ def test_common_words_rank_the_newest_window_by_idf(db_path: Path):
         assert [i for i, _ in m.store.keyword_search("alpha zebra", 50, flt)] == [ids[4]]
         # a restricted filter keeps the window's rows that pass it
         dropped = {ids[i] for i in window[-4:]}
-        only = m.store.keyword_search("alpha beta", 50, MemoryFilter(exclude_ids=list(dropped)))
+        others = MemoryFilter.everything(exclude_ids=list(dropped))
+        only = m.store.keyword_search("alpha beta", 50, others)
         assert {i for i, _ in only} == {ids[i] for i in window} - dropped
 
 

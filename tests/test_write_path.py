@@ -227,4 +227,4 @@ def _all():
 
     from memchentic.store.base import MemoryFilter
 
-    return MemoryFilter(now=datetime.now(UTC))
+    return MemoryFilter.everything(now=datetime.now(UTC))

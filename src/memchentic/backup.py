@@ -41,7 +41,7 @@ from .store.base import MemoryFilter, Store
 from .store.sqlite_files import PARTIAL, remove_leftovers
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-_EVERYTHING = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
+_EVERYTHING = MemoryFilter.everything(include_expired=True, include_superseded=True)
 
 
 class RecordedEmbedder(Embedder):

@@ -33,7 +33,7 @@ KINDS: tuple[str, ...] = (
 )  # fmt: skip
 #: Meta keys describing the data (others belong to the store that holds them).
 COPIED_META: tuple[str, ...] = ("embedding_model", "embedding_dimension")
-_EVERYTHING = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
+_EVERYTHING = MemoryFilter.everything(include_expired=True, include_superseded=True)
 _ALL_TURNS = 2**31 - 1
 
 #: ``progress(kind, done, total)`` after each batch.

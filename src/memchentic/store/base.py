@@ -301,7 +301,7 @@ class Store(ABC):
         answer from an approximate index (cosines within about 0.01), so callers
         pass a threshold with a margin.
         """
-        flt = MemoryFilter(include_expired=True, include_superseded=True)
+        flt = MemoryFilter.everything(include_expired=True, include_superseded=True)
         found = [
             [(i, c) for i, c in self.vector_search(v, k, flt) if c >= min_cosine]
             for v in np.asarray(vectors, dtype=np.float32)

@@ -23,10 +23,12 @@ from ..text import folder
 
 @dataclass(slots=True)
 class MemoryFilter:
-    """Which rows a read may see. ``namespaces=None`` means every namespace
-    (only the trusted local principal gets that)."""
+    """Which rows a read may see. ``namespaces`` has no default: a read names the
+    namespaces it may see (``Gate.read_filter`` asks the access policy), or says
+    :meth:`everything` (``namespaces=None``: every namespace, for whole-store jobs
+    and the trusted local principal), so no read means "everything" by omission."""
 
-    namespaces: Sequence[str] | None = None
+    namespaces: Sequence[str] | None
     now: datetime | None = None
     types: Sequence[str] | None = None
     kinds: Sequence[str] | None = None

@@ -108,7 +108,7 @@ def bind_language(store: Any, wanted: str) -> str:
         with store.write():
             recorded = store.get_meta(LANGUAGE_KEY)
             if recorded is None:
-                everything = MemoryFilter(include_expired=True, include_superseded=True)
+                everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
                 empty = next(iter(store.iter_memories(everything, batch=1)), None) is None
                 recorded = wanted if empty else "english"
                 store.set_meta(LANGUAGE_KEY, recorded)
@@ -137,7 +137,7 @@ def adopt_language(target: Any, wanted: str) -> bool:
     when it holds memories stemmed in another language (left as it is)."""
     if getattr(target, "keyword_language", "english") == wanted:
         return True
-    everything = MemoryFilter(include_expired=True, include_superseded=True)
+    everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
     with target.write():
         if target.count(everything):
             return False
