@@ -321,7 +321,7 @@ class ServerMetrics:
             now = monotonic()
             if self._store_read_at is not None and now - self._store_read_at < STORE_CACHE_SECONDS:
                 return
-            stats = self.mem.store.stats(MemoryFilter(namespaces=None, now=utcnow()))
+            stats = self.mem.store.stats(MemoryFilter.everything(now=utcnow()))
             for state, value in (
                 ("all", stats.memories),
                 ("live", stats.live),

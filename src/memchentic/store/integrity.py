@@ -135,7 +135,7 @@ def generic_check(store: Checked, backend: str | None = None) -> IntegrityReport
     report.record("schema_version", [] if report.schema_version > 0 else ["no migrations"])
     dim_text = store.get_meta("embedding_dimension")
     dimension = int(dim_text) if dim_text else None
-    everything = MemoryFilter(namespaces=None, include_expired=True, include_superseded=True)
+    everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
     ids: set[str] = set()
     superseded: dict[str, str] = {}
     missing: list[str] = []
