@@ -134,7 +134,7 @@ class _Adapter:
             scope = {"user_id": user_id, "agent_id": agent_id, "session_id": run_id}
             items = [{"content": m["content"], "metadata": {**meta, "role": m["role"]}}
                      for m in msgs if m["role"] in STORED_ROLES]  # fmt: skip
-            common = {k: v for k, v in scope.items() if v is not None}
+            common: dict[str, Any] = {k: v for k, v in scope.items() if v is not None}
             results = self.engine.add_many(items, **common) if items else []
         return {"results": [
             {"id": r.id, "memory": r.memory.content if r.memory else None,

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from .. import args as a
+from ..choices import DuplicatePolicy, Kind, SecretPolicy
 from ..context.model import Context
 from ..identity import Grant, Identity, Invitation, Membership, Team
 from ..record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
@@ -68,17 +71,61 @@ class AsyncClient(BaseClient):
                 yield line
 
     # --- writes -------------------------------------------------------------------------
-    async def add(self, content: str, **options: Any) -> WriteResult:
+    async def add(
+        self, content: str, *, type: str | None = None, kind: Kind | None = None,
+        title: str | None = None, tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None, slot_key: str | None = None,
+        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
+        namespace: str | None = None, confidence: float | None = None,
+        importance: float | None = None, ttl_days: float | None = None,
+        permanent: bool | None = None, expires_at: datetime | str | None = None,
+        created_at: datetime | str | None = None, valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None, path_hint: str | None = None,
+        repo: str | None = None, entities: Sequence[str] | None = None,
+        tier_l0: str | None = None, tier_l1: str | None = None, pinned: bool | None = None,
+        secrets: SecretPolicy | None = None, on_duplicate: DuplicatePolicy | None = None,
+        auto_edges: bool | None = None
+    ) -> WriteResult:  # fmt: skip
         """Remember one memory (options as for :meth:`Memory.add`)."""
-        return await self._send(core.add(content, **options))
+        found = a.AddArgs(
+            content, type=type, kind=kind, title=title, tags=tags, metadata=metadata,
+            slot_key=slot_key, user_id=user_id, agent_id=agent_id, session_id=session_id,
+            namespace=namespace, confidence=confidence, importance=importance, ttl_days=ttl_days,
+            permanent=permanent, expires_at=expires_at, created_at=created_at,
+            valid_from=valid_from, valid_to=valid_to, path_hint=path_hint, repo=repo,
+            entities=entities, tier_l0=tier_l0, tier_l1=tier_l1, pinned=pinned, secrets=secrets,
+            on_duplicate=on_duplicate, auto_edges=auto_edges
+        )  # fmt: skip
+        return await self._send(core.add(found))
 
     remember = add
 
     async def add_many(
-        self, items: Iterable[str | Mapping[str, Any]], **common: Any
-    ) -> builtins.list[WriteResult]:
+        self, items: Iterable[str | Mapping[str, Any]], *, type: str | None = None,
+        kind: Kind | None = None, title: str | None = None, tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None, slot_key: str | None = None,
+        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
+        namespace: str | None = None, confidence: float | None = None,
+        importance: float | None = None, ttl_days: float | None = None,
+        permanent: bool | None = None, expires_at: datetime | str | None = None,
+        created_at: datetime | str | None = None, valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None, path_hint: str | None = None,
+        repo: str | None = None, entities: Sequence[str] | None = None,
+        tier_l0: str | None = None, tier_l1: str | None = None, pinned: bool | None = None,
+        secrets: SecretPolicy | None = None, on_duplicate: DuplicatePolicy | None = None,
+        auto_edges: bool | None = None
+    ) -> builtins.list[WriteResult]:  # fmt: skip
         """Remember several memories with one request (and one embedding batch)."""
-        return await self._send(core.add_many(items, **common))
+        found = a.AddManyArgs(
+            items, type=type, kind=kind, title=title, tags=tags, metadata=metadata,
+            slot_key=slot_key, user_id=user_id, agent_id=agent_id, session_id=session_id,
+            namespace=namespace, confidence=confidence, importance=importance, ttl_days=ttl_days,
+            permanent=permanent, expires_at=expires_at, created_at=created_at,
+            valid_from=valid_from, valid_to=valid_to, path_hint=path_hint, repo=repo,
+            entities=entities, tier_l0=tier_l0, tier_l1=tier_l1, pinned=pinned, secrets=secrets,
+            on_duplicate=on_duplicate, auto_edges=auto_edges
+        )  # fmt: skip
+        return await self._send(core.add_many(found))
 
     async def revise(
         self, memory_id: str, content: str | None = None, **changes: Any
@@ -86,9 +133,16 @@ class AsyncClient(BaseClient):
         """Edit a memory; moves ``updated_at``."""
         return await self._send(core.revise(memory_id, content, **changes))
 
-    async def improve(self, memory_id: str, **changes: Any) -> WriteResult:
+    async def improve(
+        self, memory_id: str, *, confidence: float | None = None, importance: float | None = None,
+        valid_from: datetime | str | None = None, valid_to: datetime | str | None = None
+    ) -> WriteResult:  # fmt: skip
         """Adjust confidence, importance or validity without resetting the age."""
-        return await self._send(core.improve(memory_id, **changes))
+        found = a.ImproveArgs(
+            memory_id, confidence=confidence, importance=importance, valid_from=valid_from,
+            valid_to=valid_to
+        )  # fmt: skip
+        return await self._send(core.improve(found))
 
     async def delete(self, memory_id: str) -> WriteResult:
         return await self._send(core.delete(memory_id))
@@ -119,32 +173,67 @@ class AsyncClient(BaseClient):
         return await self._send(core.restore(memory_id))
 
     async def manage(
-        self, operations: Sequence[Mapping[str, Any]], **scope: Any
-    ) -> builtins.list[WriteResult]:
+        self, operations: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+        agent_id: str | None = None, namespace: str | None = None, session_id: str | None = None
+    ) -> builtins.list[WriteResult]:  # fmt: skip
         """Apply ``add`` / ``revise`` / ``delete`` / ``none`` operations in order."""
-        return await self._send(core.manage(operations, **scope))
+        found = a.ManageArgs(
+            operations, user_id=user_id, agent_id=agent_id, namespace=namespace,
+            session_id=session_id
+        )  # fmt: skip
+        return await self._send(core.manage(found))
 
     # --- reads --------------------------------------------------------------------------
-    async def search(self, query: str, **options: Any) -> builtins.list[SearchHit]:
+    async def search(
+        self, query: str, *, user_id: str | None = None, agent_id: str | None = None,
+        namespace: str | None = None, limit: int | None = None,
+        profile: str | None = None, type: str | Sequence[str] | None = None,
+        kind: str | None = None, tags: Sequence[str] | None = None, path_hint: str | None = None,
+        repo: str | None = None, include_expired: bool = False, include_superseded: bool = False,
+        as_of: datetime | str | None = None, include_trace: bool = False,
+        intent: str | None = None, tier: str | None = None,
+        filters: Mapping[str, Any] | None = None, threshold: float | None = None
+    ) -> builtins.list[SearchHit]:  # fmt: skip
         """The memories that best answer ``query`` (options as for :meth:`Memory.search`)."""
-        return await self._send(core.search(query, **options))
+        found = a.SearchArgs(
+            query, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
+            profile=profile, type=type, kind=kind, tags=tags, path_hint=path_hint, repo=repo,
+            include_expired=include_expired, include_superseded=include_superseded, as_of=as_of,
+            include_trace=include_trace, intent=intent, tier=tier, filters=filters,
+            threshold=threshold
+        )  # fmt: skip
+        return await self._send(core.search(found))
 
-    async def recall(self, *, entity: str, **options: Any) -> builtins.list[SearchHit]:
-        return await self._send(core.recall(entity=entity, **options))
+    async def recall(
+        self, *, entity: str, user_id: str | None = None, agent_id: str | None = None,
+        namespace: str | None = None, limit: int | None = None,
+        as_of: datetime | str | None = None
+    ) -> builtins.list[SearchHit]:  # fmt: skip
+        found = a.RecallArgs(
+            entity=entity, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
+            as_of=as_of
+        )  # fmt: skip
+        return await self._send(core.recall(found))
 
     async def get(self, memory_id: str, *, touch: bool = True) -> MemoryRecord:
         """Open one memory; ``NotFoundError`` also when the key may not see it."""
         return await self._send(core.get(memory_id, touch=touch))
 
     async def list(
-        self,
-        *,
-        type: str | Sequence[str] | None = None,  # noqa: A002 - the documented name
-        tags: Sequence[str] | None = None,
-        **filters: Any,
-    ) -> builtins.list[MemoryRecord]:
+        self, *, user_id: str | None = None, agent_id: str | None = None,
+        namespace: str | None = None, type: str | Sequence[str] | None = None,
+        kind: str | None = None, tags: Sequence[str] | None = None, include_expired: bool = False,
+        include_superseded: bool = False, limit: int | None = None, offset: int = 0,
+        newest_first: bool = True, as_of: datetime | str | None = None,
+        filters: Mapping[str, Any] | None = None
+    ) -> builtins.list[MemoryRecord]:  # fmt: skip
         """Memories in scope, newest first (filters as for :meth:`Memory.list`)."""
-        return await self._send(core.list_memories(type=type, tags=tags, **filters))
+        found = a.ListArgs(
+            user_id=user_id, agent_id=agent_id, namespace=namespace, type=type, kind=kind,
+            tags=tags, include_expired=include_expired, include_superseded=include_superseded,
+            limit=limit, offset=offset, newest_first=newest_first, as_of=as_of, filters=filters
+        )  # fmt: skip
+        return await self._send(core.list_memories(found))
 
     async def history(self, memory_id: str) -> builtins.list[Version]:
         return await self._send(core.history(memory_id))
@@ -172,42 +261,103 @@ class AsyncClient(BaseClient):
     ) -> builtins.list[Neighbour]:
         return await self._send(core.neighbors(memory_id, depth, limit=limit))
 
-    async def entities(self, **options: Any) -> dict[str, Any]:
-        return await self._send(core.entities(**options))
+    async def entities(
+        self, *, user_id: str | None = None, namespace: str | None = None,
+        by_namespace: bool = False
+    ) -> dict[str, Any]:  # fmt: skip
+        found = a.EntitiesArgs(user_id=user_id, namespace=namespace, by_namespace=by_namespace)
+        return await self._send(core.entities(found))
 
-    async def ask(self, question: str, **options: Any) -> Answer:
+    async def ask(
+        self, question: str, *, user_id: str | None = None, agent_id: str | None = None,
+        namespace: str | None = None, limit: int = 10
+    ) -> Answer:  # fmt: skip
         """Cited passages, and an answer when the server has a chat model."""
-        return await self._send(core.ask(question, **options))
+        found = a.AskArgs(
+            question, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit
+        )  # fmt: skip
+        return await self._send(core.ask(found))
 
-    async def consolidate(self, **options: Any) -> ConsolidationReport:
-        return await self._send(core.consolidate(**options))
+    async def consolidate(
+        self, *, user_id: str | None = None, namespace: str | None = None, dry_run: bool = False
+    ) -> ConsolidationReport:  # fmt: skip
+        found = a.ConsolidateArgs(user_id=user_id, namespace=namespace, dry_run=dry_run)
+        return await self._send(core.consolidate(found))
 
     # --- sessions -----------------------------------------------------------------------
-    async def record_turn(self, role: str, content: str, **options: Any) -> Turn:
-        return await self._send(core.record_turn(role, content, **options))
+    async def record_turn(
+        self, role: str, content: str, *, session_id: str | None = None,
+        user_id: str | None = None, agent_id: str | None = None, namespace: str | None = None,
+        metadata: Mapping[str, Any] | None = None
+    ) -> Turn:  # fmt: skip
+        found = a.RecordTurnArgs(
+            role, content, session_id=session_id, user_id=user_id, agent_id=agent_id,
+            namespace=namespace, metadata=metadata
+        )  # fmt: skip
+        return await self._send(core.record_turn(found))
 
-    async def add_message(self, message: Mapping[str, Any], **options: Any) -> Turn:
-        return await self._send(core.add_message(message, **options))
+    async def add_message(
+        self, message: Mapping[str, Any], *, session_id: str | None = None,
+        user_id: str | None = None, agent_id: str | None = None, namespace: str | None = None,
+        metadata: Mapping[str, Any] | None = None
+    ) -> Turn:  # fmt: skip
+        found = a.AddMessageArgs(
+            message, session_id=session_id, user_id=user_id, agent_id=agent_id,
+            namespace=namespace, metadata=metadata
+        )  # fmt: skip
+        return await self._send(core.add_message(found))
 
     async def get_history(
-        self, session_id: str | None = None, limit: int = 50, **scope: Any
-    ) -> builtins.list[Turn]:
-        return await self._send(core.get_history(session_id, limit, **scope))
+        self, session_id: str | None = None, limit: int = 50, *, user_id: str | None = None,
+        agent_id: str | None = None, namespace: str | None = None
+    ) -> builtins.list[Turn]:  # fmt: skip
+        found = a.GetHistoryArgs(
+            session_id, limit, user_id=user_id, agent_id=agent_id, namespace=namespace
+        )  # fmt: skip
+        return await self._send(core.get_history(found))
 
-    async def list_sessions(self, **scope: Any) -> builtins.list[tuple[str, int]]:
-        return await self._send(core.list_sessions(**scope))
+    async def list_sessions(
+        self, *, user_id: str | None = None, namespace: str | None = None
+    ) -> builtins.list[tuple[str, int]]:  # fmt: skip
+        found = a.ListSessionsArgs(user_id=user_id, namespace=namespace)
+        return await self._send(core.list_sessions(found))
 
-    async def summarize_session(self, session_id: str | None = None, **options: Any) -> WriteResult:
-        return await self._send(core.summarize_session(session_id, **options))
+    async def summarize_session(
+        self, session_id: str | None = None, *, user_id: str | None = None,
+        agent_id: str | None = None, namespace: str | None = None
+    ) -> WriteResult:  # fmt: skip
+        found = a.SummarizeSessionArgs(
+            session_id, user_id=user_id, agent_id=agent_id, namespace=namespace
+        )  # fmt: skip
+        return await self._send(core.summarize_session(found))
 
     async def add_working(
         self, content: str, *, session_id: str | None = None, key: str | None = None,
-        **options: Any,
+        kind: Kind | None = None, title: str | None = None, tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None, user_id: str | None = None,
+        agent_id: str | None = None, namespace: str | None = None,
+        confidence: float | None = None, importance: float | None = None,
+        ttl_days: float | None = None, permanent: bool | None = None,
+        expires_at: datetime | str | None = None, created_at: datetime | str | None = None,
+        valid_from: datetime | str | None = None, valid_to: datetime | str | None = None,
+        path_hint: str | None = None, repo: str | None = None,
+        entities: Sequence[str] | None = None, tier_l0: str | None = None,
+        tier_l1: str | None = None, pinned: bool | None = None,
+        secrets: SecretPolicy | None = None, on_duplicate: DuplicatePolicy | None = None,
+        auto_edges: bool | None = None
     ) -> WriteResult:  # fmt: skip
         """Remember something for this session only; a second write of the same ``key``
         replaces the first."""
-        call = core.add_working(content, session_id=session_id, key=key, **options)
-        return await self._send(call)
+        found = a.AddWorkingArgs(
+            content, session_id=session_id, key=key, kind=kind, title=title, tags=tags,
+            metadata=metadata, user_id=user_id, agent_id=agent_id, namespace=namespace,
+            confidence=confidence, importance=importance, ttl_days=ttl_days, permanent=permanent,
+            expires_at=expires_at, created_at=created_at, valid_from=valid_from,
+            valid_to=valid_to, path_hint=path_hint, repo=repo, entities=entities, tier_l0=tier_l0,
+            tier_l1=tier_l1, pinned=pinned, secrets=secrets, on_duplicate=on_duplicate,
+            auto_edges=auto_edges
+        )  # fmt: skip
+        return await self._send(core.add_working(found))
 
     async def working_memory(
         self, session_id: str | None = None, *, user_id: str | None = None,
@@ -218,18 +368,38 @@ class AsyncClient(BaseClient):
                                               namespace=namespace, limit=limit))  # fmt: skip
 
     # --- context and learning -----------------------------------------------------------
-    async def context(self, query: str | None = None, **options: Any) -> Context:
+    async def context(
+        self, query: str | None = None, *, user_id: str | None = None,
+        agent_id: str | None = None, session_id: str | None = None, namespace: str | None = None,
+        budget_tokens: int | None = None, limit: int | None = None,
+        recent_turns: int | None = None, as_of: datetime | str | None = None
+    ) -> Context:  # fmt: skip
         """A block of memory for a prompt; ``str(ctx)`` is the prompt text."""
-        return await self._send(core.context(query, **options))
+        found = a.ContextArgs(
+            query, user_id=user_id, agent_id=agent_id, session_id=session_id, namespace=namespace,
+            budget_tokens=budget_tokens, limit=limit, recent_turns=recent_turns, as_of=as_of
+        )  # fmt: skip
+        return await self._send(core.context(found))
 
     build_context = context
 
-    async def learn(self, messages: Any, **options: Any) -> builtins.list[WriteResult]:
-        return await self._send(core.learn(messages, **options))
+    async def learn(
+        self, messages: str | Iterable[str | Mapping[str, Any] | Turn], *,
+        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
+        namespace: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> builtins.list[WriteResult]:  # fmt: skip
+        found = a.LearnArgs(
+            messages, user_id=user_id, agent_id=agent_id, session_id=session_id,
+            namespace=namespace, metadata=metadata
+        )  # fmt: skip
+        return await self._send(core.learn(found))
 
     # --- upkeep -------------------------------------------------------------------------
-    async def stats(self, **options: Any) -> dict[str, Any]:
-        return await self._send(core.stats(**options))
+    async def stats(
+        self, *, user_id: str | None = None, namespace: str | None = None
+    ) -> dict[str, Any]:  # fmt: skip
+        found = a.StatsArgs(user_id=user_id, namespace=namespace)
+        return await self._send(core.stats(found))
 
     async def gc(self, *, dry_run: bool = False) -> dict[str, Any]:
         return await self._send(core.gc(dry_run=dry_run))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
+from .. import args as a
 from .. import wire
 from ..clock import as_utc
 from ..context.model import Context
@@ -136,14 +137,14 @@ def write_line(line: str, target: IO[str]) -> int:
 
 
 # --- writes ----------------------------------------------------------------------------
-def add(content: str, **options: Any) -> Call[WriteResult]:
-    return Call("POST", "/v1/memories", wire.write_result, body={"content": content, **options})
+def add(args: a.AddArgs) -> Call[WriteResult]:
+    return Call("POST", "/v1/memories", wire.write_result, body=_given(args))
 
 
-def add_many(
-    items: Iterable[str | Mapping[str, Any]], **common: Any
-) -> Call[builtins.list[WriteResult]]:
-    batch = [{**common, **({"content": i} if isinstance(i, str) else dict(i))} for i in items]
+def add_many(args: a.AddManyArgs) -> Call[builtins.list[WriteResult]]:
+    common = _given(args, "items")
+    batch = [{**common, **({"content": i} if isinstance(i, str) else dict(i))}
+             for i in args.items]  # fmt: skip
     if not batch:
         return Call.answered([])
     return Call("POST", "/v1/memories/batch", _each(wire.write_result), body={"items": batch})
@@ -154,9 +155,9 @@ def revise(memory_id: str, content: str | None = None, **changes: Any) -> Call[W
     return Call("PATCH", f"/v1/memories/{_seg(memory_id)}", wire.write_result, body=body)
 
 
-def improve(memory_id: str, **changes: Any) -> Call[WriteResult]:
-    return Call("POST", f"/v1/memories/{_seg(memory_id)}/improve", wire.write_result,
-                body=changes)  # fmt: skip
+def improve(args: a.ImproveArgs) -> Call[WriteResult]:
+    return Call("POST", f"/v1/memories/{_seg(args.memory_id)}/improve", wire.write_result,
+                body=_given(args, "memory_id"))  # fmt: skip
 
 
 def delete(memory_id: str) -> Call[WriteResult]:
@@ -184,34 +185,30 @@ def restore(memory_id: str) -> Call[WriteResult]:
     return Call("POST", f"/v1/memories/{_seg(memory_id)}/restore", wire.write_result)
 
 
-def manage(
-    operations: Sequence[Mapping[str, Any]], **scope: Any
-) -> Call[builtins.list[WriteResult]]:
-    body = {"operations": [dict(op) for op in operations], **scope}
+def manage(args: a.ManageArgs) -> Call[builtins.list[WriteResult]]:
+    body = {**_given(args), "operations": [dict(op) for op in args.operations]}
     return Call("POST", "/v1/manage", _each(wire.write_result), body=body)
 
 
 # --- reads -----------------------------------------------------------------------------
-def search(query: str, **options: Any) -> Call[builtins.list[SearchHit]]:
-    return Call("POST", "/v1/search", _each(wire.hit), body={"query": query, **options})
+def search(args: a.SearchArgs) -> Call[builtins.list[SearchHit]]:
+    return Call("POST", "/v1/search", _each(wire.hit), body=_given(args))
 
 
-def recall(*, entity: str, **options: Any) -> Call[builtins.list[SearchHit]]:
-    return Call("POST", "/v1/recall", _each(wire.hit), body={"entity": entity, **options})
+def recall(args: a.RecallArgs) -> Call[builtins.list[SearchHit]]:
+    return Call("POST", "/v1/recall", _each(wire.hit), body=_given(args))
 
 
 def get(memory_id: str, *, touch: bool = True) -> Call[MemoryRecord]:
     return Call("GET", f"/v1/memories/{_seg(memory_id)}", wire.record, params={"touch": touch})
 
 
-def list_memories(
-    *, type: str | Sequence[str] | None = None,  # noqa: A002 - the documented name
-    tags: Sequence[str] | None = None, **filters: Any,
-) -> Call[builtins.list[MemoryRecord]]:  # fmt: skip
+def list_memories(args: a.ListArgs) -> Call[builtins.list[MemoryRecord]]:
     """``list`` (named so here to leave the builtin alone)."""
-    if filters.get("filters") is not None:  # a query string holds it as JSON
-        filters["filters"] = json.dumps(filters["filters"], default=_encode)
-    params = {**filters, "type": _listed(type), "tag": tags}
+    params = _given(args, "type", "tags", "filters")
+    if args.filters is not None:  # a query string holds it as JSON
+        params["filters"] = json.dumps(args.filters, default=_encode)
+    params |= {"type": _listed(args.type), "tag": args.tags}
     return Call("GET", "/v1/memories", _each(wire.record), params=params)
 
 
@@ -243,56 +240,50 @@ def neighbors(memory_id: str, depth: int = 1, *, limit: int = 50) -> Call[builti
                 params={"depth": depth, "limit": limit})  # fmt: skip
 
 
-def entities(**options: Any) -> Call[dict[str, Any]]:
-    return Call("GET", "/v1/entities", params=options)
+def entities(args: a.EntitiesArgs) -> Call[dict[str, Any]]:
+    return Call("GET", "/v1/entities", params=_given(args))
 
 
-def ask(question: str, **options: Any) -> Call[Answer]:
-    return Call("POST", "/v1/ask", wire.answer, body={"question": question, **options})
+def ask(args: a.AskArgs) -> Call[Answer]:
+    return Call("POST", "/v1/ask", wire.answer, body=_given(args))
 
 
-def consolidate(**options: Any) -> Call[ConsolidationReport]:
-    return Call("POST", "/v1/consolidate", wire.consolidation_report, body=options)
+def consolidate(args: a.ConsolidateArgs) -> Call[ConsolidationReport]:
+    return Call("POST", "/v1/consolidate", wire.consolidation_report, body=_given(args))
 
 
 # --- sessions --------------------------------------------------------------------------
-def record_turn(role: str, content: str, **options: Any) -> Call[Turn]:
-    body = {"role": role, "content": content, **options}
-    return Call("POST", "/v1/turns", wire.turn, body=body)
+def record_turn(args: a.RecordTurnArgs) -> Call[Turn]:
+    return Call("POST", "/v1/turns", wire.turn, body=_given(args))
 
 
-def add_message(message: Mapping[str, Any], **options: Any) -> Call[Turn]:
+def add_message(args: a.AddMessageArgs) -> Call[Turn]:
+    message = args.message
     if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
         raise ValidationError("message", "must be a mapping with 'role' and 'content'")
+    options = _given(args, "message")
     if "metadata" in message:
         options.setdefault("metadata", message["metadata"])
-    return record_turn(message["role"], message["content"], **options)
+    return record_turn(a.RecordTurnArgs(message["role"], message["content"], **options))
 
 
-def get_history(
-    session_id: str | None = None, limit: int = 50, **scope: Any
-) -> Call[builtins.list[Turn]]:
-    params = {"session_id": session_id, "limit": limit, **scope}
-    return Call("GET", "/v1/turns", _each(wire.turn), params=params)
+def get_history(args: a.GetHistoryArgs) -> Call[builtins.list[Turn]]:
+    return Call("GET", "/v1/turns", _each(wire.turn), params=_given(args))
 
 
-def list_sessions(**scope: Any) -> Call[builtins.list[tuple[str, int]]]:
+def list_sessions(args: a.ListSessionsArgs) -> Call[builtins.list[tuple[str, int]]]:
     def decode(found: Any) -> builtins.list[tuple[str, int]]:
         return [(s["session_id"], s["turns"]) for s in found]
 
-    return Call("GET", "/v1/sessions", decode, params=scope)
+    return Call("GET", "/v1/sessions", decode, params=_given(args))
 
 
-def summarize_session(session_id: str | None = None, **options: Any) -> Call[WriteResult]:
-    body = {"session_id": session_id, **options}
-    return Call("POST", "/v1/sessions/summarize", wire.write_result, body=body)
+def summarize_session(args: a.SummarizeSessionArgs) -> Call[WriteResult]:
+    return Call("POST", "/v1/sessions/summarize", wire.write_result, body=_given(args))
 
 
-def add_working(
-    content: str, *, session_id: str | None = None, key: str | None = None, **options: Any
-) -> Call[WriteResult]:
-    body = {"content": content, "session_id": session_id, "key": key, **options}
-    return Call("POST", "/v1/working", wire.write_result, body=_present(body))
+def add_working(args: a.AddWorkingArgs) -> Call[WriteResult]:
+    return Call("POST", "/v1/working", wire.write_result, body=_given(args))
 
 
 def working_memory(
@@ -305,20 +296,21 @@ def working_memory(
 
 
 # --- context and learning --------------------------------------------------------------
-def context(query: str | None = None, **options: Any) -> Call[Context]:
-    return Call("POST", "/v1/context", wire.context, body={"query": query, **options})
+def context(args: a.ContextArgs) -> Call[Context]:
+    return Call("POST", "/v1/context", wire.context, body=_given(args))
 
 
-def learn(messages: Any, **options: Any) -> Call[builtins.list[WriteResult]]:
+def learn(args: a.LearnArgs) -> Call[builtins.list[WriteResult]]:
+    messages: Any = args.messages
     if not isinstance(messages, str):
         messages = [m.to_dict() if isinstance(m, Turn) else m for m in messages]
     return Call("POST", "/v1/learn", _each(wire.write_result),
-                body={"messages": messages, **options})  # fmt: skip
+                body={**_given(args), "messages": messages})  # fmt: skip
 
 
 # --- upkeep and events -----------------------------------------------------------------
-def stats(**options: Any) -> Call[dict[str, Any]]:
-    return Call("GET", "/v1/stats", params=options)
+def stats(args: a.StatsArgs) -> Call[dict[str, Any]]:
+    return Call("GET", "/v1/stats", params=_given(args))
 
 
 def gc(*, dry_run: bool = False) -> Call[dict[str, Any]]:
@@ -461,6 +453,12 @@ def _model(cls: type[T]) -> Callable[[Any], T]:
         return cls(**values)
 
     return decode
+
+
+def _given(args: a.Args, *leave: str) -> dict[str, Any]:
+    """An operation's arguments as a request's body or query: those given (an option
+    left out, a ``None`` meaning "the server's default"), less ``leave``."""
+    return {k: v for k, v in args.kwargs().items() if v is not None and k not in leave}
 
 
 def _present(body: dict[str, Any]) -> dict[str, Any]:
