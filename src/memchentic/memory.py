@@ -122,15 +122,15 @@ class Memory:
         other are this memory's operations (so they are traced as operations)."""
         gate = Gate(parts, principal)
         self._parts, self._gate, self._owns_parts = parts, gate, owns_parts
-        self._writes = Writes(parts, gate)
+        self._writes = Writes(parts, gate, add_many=self.add_many, delete=self.delete)
         self._reads = Reads(parts, gate)
         self._graph = Graph(parts, gate, search=self.search)
-        self._sessions = Sessions(parts, gate, add=self.add)
+        self._sessions = Sessions(parts, gate, add=self.add, record_turn=self.record_turn)
         self._context = ContextOps(parts, gate, search=self.search, neighbors=self.neighbors)
         self._learning = Learning(parts, gate, add=self.add, add_many=self.add_many,
                                   revise=self.revise, delete=self.delete)  # fmt: skip
         self._upkeep = Upkeep(parts, gate, delete=self.delete, consolidate=self.consolidate,
-                              summarize_session=self.summarize_session)  # fmt: skip
+                              summarize_session=self.summarize_session, gc=self.gc)  # fmt: skip
         self._events = Events(parts, gate)
 
     def __getattr__(self, name: str) -> Any:

@@ -84,10 +84,18 @@ class Sessions:
     """Methods of ``Memory`` for sessions: turns, working memory, summaries.
     ``add``: the write path's (working memory and summaries are memories)."""
 
-    def __init__(self, parts: Parts, gate: Gate, *, add: Callable[..., WriteResult]) -> None:
+    def __init__(
+        self,
+        parts: Parts,
+        gate: Gate,
+        *,
+        add: Callable[..., WriteResult],
+        record_turn: Callable[..., Turn] | None = None,
+    ) -> None:
         self.parts = parts
         self.gate = gate
         self.add = add
+        self._record_turn = record_turn or self.record_turn  # as ``Memory`` runs it (traced)
         #: The summariser of :meth:`summarize_session`; None = :class:`ExtractiveSummarizer`
         #: with ``SESSION_SUMMARY_SENTENCES`` (``Memory.summarizer`` sets it).
         self.summarizer: Summarizer | None = None
@@ -132,7 +140,7 @@ class Sessions:
             raise ValidationError("message", "must be a mapping with 'role' and 'content'")
         if "metadata" in message:
             options.setdefault("metadata", message["metadata"])
-        return self.record_turn(message["role"], message["content"], **options)
+        return self._record_turn(message["role"], message["content"], **options)
 
     def get_history(
         self,

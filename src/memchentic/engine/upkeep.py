@@ -3,7 +3,7 @@ import (:mod:`.transfer`), and ``maintain()``: the periodic upkeep in one call, 
 one report.
 
 1. ``gc`` (DESIGN section 6): expired and decayed memories.
-2. ``consolidate`` when this ``Memory`` has it (the graph side): near duplicates folded.
+2. ``consolidate`` (the graph service's, passed in): near duplicates folded.
 3. Session summaries: every session with at least ``SESSION_SUMMARY_MIN_TURNS`` turns
    whose summary is missing or older than its last turn is summarised again.
 4. Events older than ``EVENTS_RETENTION_DAYS`` are pruned (trusted local principal
@@ -47,9 +47,11 @@ class Upkeep:
         delete: Callable[..., WriteResult],
         consolidate: Callable[..., ConsolidationReport],
         summarize_session: Callable[..., WriteResult],
+        gc: Callable[..., dict[str, Any]] | None = None,
     ) -> None:
         self.parts = parts
         self.gate = gate
+        self._gc = gc or self.gc  # as ``Memory`` runs it (traced)
         self.delete = delete
         self.consolidate = consolidate
         self.summarize_session = summarize_session
@@ -60,7 +62,7 @@ class Upkeep:
         """Run gc, consolidation (when available), summary upkeep and event pruning;
         see :mod:`memchentic.engine.upkeep`."""
         when = now_of(now)
-        report = MaintenanceReport(dry_run, self.gc(now=when, dry_run=dry_run))
+        report = MaintenanceReport(dry_run, self._gc(now=when, dry_run=dry_run))
         report.consolidation = self.consolidate(dry_run=dry_run).to_dict()
         report.summaries = _summaries(self, when, dry_run)
         retention = self.parts.settings.events_retention_days

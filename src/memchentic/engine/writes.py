@@ -67,9 +67,19 @@ class Writes:
     """The write path: every write is validated, policed for secrets, embedded, then
     resolved against its neighbours inside one store transaction."""
 
-    def __init__(self, parts: Parts, gate: Gate) -> None:
+    def __init__(
+        self,
+        parts: Parts,
+        gate: Gate,
+        *,
+        add_many: Callable[..., builtins.list[WriteResult]] | None = None,
+        delete: Callable[..., WriteResult] | None = None,
+    ) -> None:
         self.parts = parts
         self.gate = gate
+        # the operations this service runs itself, as ``Memory`` runs them (traced)
+        self._add_many = add_many or self.add_many
+        self._delete = delete or self.delete
 
     def add(self, content: str, **options: Any) -> WriteResult:
         """Remember one memory; returns what happened (``added``, ``updated``, ``merged``,
@@ -84,7 +94,7 @@ class Writes:
         ``secrets`` (refuse|redact|allow; an identity may only make ``SECRET_POLICY``
         stricter), ``now``.
         """
-        return self.add_many([{"content": content, **options}])[0]
+        return self._add_many([{"content": content, **options}])[0]
 
     remember = add
 
@@ -414,7 +424,7 @@ class Writes:
         deleted = 0
         for memory_id in doomed:
             try:
-                deleted += self.delete(memory_id).status == "deleted"
+                deleted += self._delete(memory_id).status == "deleted"
             except NotFoundError:  # deleted meanwhile
                 continue
         return deleted
