@@ -52,11 +52,13 @@ INTENTS: tuple[str, ...] = get_args(Intent)
 Tier = Literal["l0", "l1", "l2"]
 TIERS: tuple[str, ...] = get_args(Tier)
 
-#: The kinds of identity a directory creates, and a member's roles in a team.
+#: The kinds of identity and of team a directory creates, and a member's roles in a team.
 IdentityKind = Literal["user", "agent"]
 IDENTITY_KINDS: tuple[str, ...] = get_args(IdentityKind)
-MemberRole = Literal["member", "admin"]
-MEMBER_ROLES: tuple[str, ...] = get_args(MemberRole)
+TeamKind = Literal["group", "org"]
+TEAM_KINDS: tuple[str, ...] = get_args(TeamKind)
+Role = Literal["member", "admin"]
+ROLES: tuple[str, ...] = get_args(Role)
 
 
 def spoken(values: tuple[str, ...], last: str = "or") -> str:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
+from .choices import IDENTITY_KINDS as IDENTITY_KINDS  # the vocabulary lives in choices
+from .choices import ROLES as ROLES
+from .choices import TEAM_KINDS as TEAM_KINDS
+from .choices import IdentityKind as IdentityKind
+from .choices import Role as Role
+from .choices import TeamKind as TeamKind
 from .record import dated_dict
-
-IdentityKind = Literal["user", "agent"]
-TeamKind = Literal["group", "org"]
-Role = Literal["member", "admin"]
-IDENTITY_KINDS: tuple[str, ...] = ("user", "agent")
-TEAM_KINDS: tuple[str, ...] = ("group", "org")
-ROLES: tuple[str, ...] = ("member", "admin")
 
 
 @dataclass(frozen=True, slots=True)

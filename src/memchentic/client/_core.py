@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from .. import args as a
 from .. import wire
+from ..choices import TEAM_KINDS
 from ..clock import as_utc
 from ..context.model import Context
 from ..errors import ValidationError
@@ -493,7 +494,7 @@ def _names(values: Sequence[str] | None) -> builtins.list[str]:
 
 
 def _plural(kind: str) -> str:
-    if kind not in ("group", "org"):
+    if kind not in TEAM_KINDS:
         raise ValidationError("kind", "must be 'group' or 'org'")
     return kind + "s"
 
@@ -501,6 +502,6 @@ def _plural(kind: str) -> str:
 def _team_path(team: str) -> str:
     kind, _, name = team.partition(":")
     kind = "group" if kind == "ring" else kind
-    if not name or kind not in ("group", "org"):
+    if not name or kind not in TEAM_KINDS:
         raise ValidationError("team", "must be group:NAME (or ring:NAME) or org:NAME")
     return f"/v1/{kind}s/{_seg(name)}"

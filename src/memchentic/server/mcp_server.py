@@ -11,12 +11,13 @@ request's ``Authorization`` header. Library errors come back as tool errors
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from ..choices import EDGE_KINDS, EdgeKind, Kind, spoken
 from ..errors import MemchenticError
 from ..memory import Memory
 from ..record import MemoryRecord, SearchHit, WriteResult
@@ -90,9 +91,9 @@ Bring back a memory that a newer one superseded (or that expired), when the newe
 was wrong to hide it: both are then live. The id is the older memory's (from the
 newer memory's history or edges)."""
 
-RELATE = """\
-Link two memories: supports, contradicts, derives_from, related_to, or supersedes (the
-source replaces the target, which then leaves search)."""
+RELATE = f"""\
+Link two memories: {spoken(EDGE_KINDS)} (supersedes: the source replaces the target, which
+then leaves search)."""
 
 CONTEXT = """\
 A ready-to-use block of memory for your prompt: standing instructions, the user's
@@ -149,7 +150,7 @@ def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
     def remember(
         content: Annotated[str, Field(description="The memory, one self-contained idea.")],
         ctx: Context,
-        kind: Literal["entry", "guide"] = "entry",
+        kind: Kind = "entry",
         type: Annotated[  # noqa: A002 - the documented name
             str | None,
             Field(description="e.g. fact, preference, decision, goal, skill, instruction."),
@@ -230,7 +231,7 @@ def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
     def relate(
         source: MemoryId,
         target: MemoryId,
-        kind: Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"],
+        kind: EdgeKind,
         ctx: Context,
         strength: Annotated[float, Field(ge=0, le=1)] = 1.0,
     ) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from ..choices import (
     IdentityKind,
     Intent,
     Kind,
-    MemberRole,
     Profile,
+    Role,
     SecretPolicy,
 )
 from ..record import MemoryRecord, WriteResult
@@ -241,7 +241,7 @@ class TeamRequest(_Strict):
 
 class MemberRequest(_Strict):
     identity: Text
-    role: MemberRole = "member"
+    role: Role = "member"
     active: bool = True
 
 
