@@ -1,4 +1,4 @@
-"""The gate: the one way from a service to the store (DESIGN section 5).
+"""The gate: the one way from a service to the store (DESIGN section 2).
 
 A :class:`Gate` holds the caller (its :class:`~memchentic.access.Principal`) and the
 engine's :class:`~memchentic.engine.parts.Parts`. It owns every access decision a

@@ -5,7 +5,7 @@ event bus and the write-time classifiers (polarity, entities, edges, the resolve
 the reranker). It opens the store (or takes one), picks the embedder the store was
 built with, checks that they agree, and closes what it opened. The services
 (:mod:`memchentic.engine`) never reach the store from here: they go through the
-:class:`~memchentic.engine.gate.Gate`, which holds the caller (DESIGN section 5).
+:class:`~memchentic.engine.gate.Gate`, which holds the caller (DESIGN section 2).
 """
 
 from __future__ import annotations
