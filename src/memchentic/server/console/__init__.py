@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from ...choices import PROFILES
 from ...errors import MemchenticError, NotFoundError
 from ..deps import Caller, caller_for, resolve, still_valid
 from ..errors import ApiError, caller_message
@@ -40,6 +41,7 @@ PAGE_SIZE = 50
 GRAPH_NODES = 30
 
 templates = Jinja2Templates(directory=HERE / "templates")
+templates.env.globals["PROFILES"] = PROFILES  # the search form's choices
 router = APIRouter(prefix="/console", include_in_schema=False)
 
 OptText = Annotated[str | None, Query(max_length=1024)]
