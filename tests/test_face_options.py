@@ -64,6 +64,19 @@ def test_cli_search_threshold_drops_hits_far_in_meaning(store: Path) -> None:
     assert [h["text"] for h in close] == ["Sam lives in Lisbon"]
 
 
+def test_cli_list_takes_the_same_filters(store: Path) -> None:
+    argv = ["list", "--user", "sam", "--filter", '{"city": "porto"}', "--json",
+            "--store", str(store), "--embedder", "hash"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.stderr
+    assert [r["content"] for r in json.loads(result.stdout)] == ["Sam lived in Porto"]
+    then = (datetime.now(UTC) - timedelta(days=60)).isoformat()
+    argv = ["list", "--user", "sam", "--as-of", then, "--kind", "entry", "--json",
+            "--store", str(store), "--embedder", "hash"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert [r["content"] for r in json.loads(result.stdout)] == ["Sam lived in Porto"]
+
+
 def test_cli_search_bad_filter_is_an_error_line(store: Path) -> None:
     argv = ["search", "x", "--filter", "{not json", "--store", str(store), "--embedder", "hash"]
     result = runner.invoke(app, argv)

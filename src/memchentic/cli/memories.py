@@ -18,8 +18,12 @@ from ..memory import Memory
 from ..record import MemoryRecord, SearchHit
 from .options import (
     AgentOpt,
+    AsOfOpt,
+    FilterOpt,
     IncludeExpiredOpt,
+    IncludeSupersededOpt,
     JsonOpt,
+    KindOpt,
     MemoryIdArg,
     NamespaceOpt,
     TagsOpt,
@@ -157,25 +161,16 @@ def search(
         typer.Option("--profile", help=f"{spoken(PROFILES)} (default: settings)."),
     ] = None,
     type_: TypesOpt = None,
+    kind: KindOpt = None,
     tag: TagsOpt = None,
     path: Annotated[
         str | None, typer.Option("--path", help="Boost memories about this file path.")
     ] = None,
     repo: Annotated[str | None, typer.Option("--repo", help="Only this repo's memories.")] = None,
     include_expired: IncludeExpiredOpt = False,
-    as_of: Annotated[
-        str | None,
-        typer.Option("--as-of", help="Search as of this ISO 8601 time (what was valid then)."),
-    ] = None,
-    filter_: Annotated[
-        str | None,
-        typer.Option(
-            "--filter",
-            metavar="JSON",
-            help='On metadata, as HTTP filters: \'{"project": "kiln"}\' or with operators '
-            '\'{"stars": {"gte": 4}}\'.',
-        ),
-    ] = None,
+    include_superseded: IncludeSupersededOpt = False,
+    as_of: AsOfOpt = None,
+    filter_: FilterOpt = None,
     threshold: Annotated[
         float | None,
         typer.Option(
@@ -202,7 +197,9 @@ def search(
         tags=tag or None,
         path_hint=path,
         repo=repo,
+        kind=kind,
         include_expired=include_expired,
+        include_superseded=include_superseded,
         as_of=as_of,
         include_trace=trace,
         filters=metadata_filter.loads(filter_, "filter"),
@@ -255,8 +252,14 @@ def list_(
     agent: AgentOpt = None,
     namespace: NamespaceOpt = None,
     type_: TypesOpt = None,
+    kind: KindOpt = None,
+    tag: TagsOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many.")] = 100,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
     include_expired: IncludeExpiredOpt = False,
+    include_superseded: IncludeSupersededOpt = False,
+    as_of: AsOfOpt = None,
+    filter_: FilterOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List memories in scope, newest first.
@@ -268,8 +271,14 @@ def list_(
         agent_id=agent,
         namespace=namespace,
         type=type_ or None,
+        kind=kind,
+        tags=tag or None,
         limit=limit,
+        offset=offset,
         include_expired=include_expired,
+        include_superseded=include_superseded,
+        as_of=as_of,
+        filters=metadata_filter.loads(filter_, "filter"),
     )
     if as_json:
         echo_json([r.to_dict() for r in records])

@@ -1,6 +1,7 @@
 """The options and arguments every command group shares: one definition each.
 
-The bottom of :mod:`memchentic.cli`: it imports nothing of the package.
+The bottom of :mod:`memchentic.cli`: it imports nothing of the package but the
+lists of allowed values (:mod:`memchentic.choices`).
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
+from ..choices import KINDS, spoken
 
 StoreOpt = Annotated[
     str | None,
@@ -48,3 +51,21 @@ IncludeExpiredOpt = Annotated[
     bool, typer.Option("--include-expired", help="Also show expired memories.")
 ]
 MemoryIdArg = Annotated[str, typer.Argument(metavar="ID", help="The memory id.")]
+IncludeSupersededOpt = Annotated[
+    bool,
+    typer.Option("--include-superseded", help="Also show memories a newer one replaced."),
+]
+KindOpt = Annotated[str | None, typer.Option("--kind", help=f"Only this kind: {spoken(KINDS)}.")]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option("--as-of", metavar="TIME", help="As of this ISO 8601 time: what held then."),
+]
+FilterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--filter",
+        metavar="JSON",
+        help='On metadata, as HTTP\'s filters: \'{"project": "kiln"}\', with operators '
+        '\'{"stars": {"gte": 4}}\'.',
+    ),
+]
