@@ -98,6 +98,19 @@ def test_each_rule_can_be_switched_off_and_is_traced(rules_off: Callable[..., No
     assert [r for r, _, _ in keyword_rule_words(said)] == ["elongations"]
     rules_off("identifiers", "elongations")
     assert keyword_text(said) is said and keyword_rule_words(said) == []
+    # a store passes the rules its index was written with, whatever is active
+    assert (
+        keyword_text(said, rules=frozenset({"elongations"}))
+        == "loadUserProfile was sooo so soo slow"
+    )
+    assert query_words(said, rules=frozenset({"identifiers"}))[:3] == [
+        "loaduserprofile",
+        "load",
+        "user",
+    ]
+    assert [r for r, _, _ in keyword_rule_words(said, frozenset({"identifiers"}))] == [
+        "identifiers"
+    ]
 
 
 def test_an_identifier_is_found_by_its_words_on_both_backends(make_mem: Callable[..., Memory]):

@@ -285,21 +285,25 @@ def _elongations(match: re.Match[str]) -> str:
     return " ".join([word, *elongation_forms(word)])
 
 
-def keyword_rule_words(text: str) -> list[tuple[str, str, list[str]]]:
-    """What each active rule of :data:`KEYWORD_RULES` adds to ``text``'s keywords:
-    ``(rule, token, words added)`` in order of the text (the trace of the rules)."""
+def keyword_rule_words(
+    text: str, rules: frozenset[str] | None = None
+) -> list[tuple[str, str, list[str]]]:
+    """What each of ``rules`` (default :data:`ACTIVE_KEYWORD_RULES`) adds to
+    ``text``'s keywords: ``(rule, token, words added)`` in order of the text (the
+    trace of the rules)."""
+    rules = ACTIVE_KEYWORD_RULES if rules is None else rules
     out: list[tuple[str, str, list[str]]] = []
-    if "identifiers" in ACTIVE_KEYWORD_RULES:
+    if "identifiers" in rules:
         for m in _CAMEL.finditer(text):
             if words := identifier_words(m.group(0)):
                 out.append(("identifiers", m.group(0), words))
-    if "elongations" in ACTIVE_KEYWORD_RULES:
+    if "elongations" in rules:
         out += [("elongations", m.group(0), elongation_forms(m.group(0)))
                 for m in _ELONGATED.finditer(text) if elongation_forms(m.group(0))]  # fmt: skip
     return out
 
 
-def keyword_text(text: str, language: str = "english") -> str:
+def keyword_text(text: str, language: str = "english", rules: frozenset[str] | None = None) -> str:
     """``text`` as the keyword index reads it (and a query is read): the words the
     active :data:`KEYWORD_RULES` add follow their tokens (``loadUserProfile`` ->
     ``loadUserProfile load User Profile``, ``sooo`` -> ``sooo so soo``); each run
@@ -310,13 +314,15 @@ def keyword_text(text: str, language: str = "english") -> str:
     in that language, lower-cased (the index's own English stemmer then reads
     the stems, on both sides alike). Text no rule applies to, without CJK, is
     returned unchanged (the same string) in English; no rule is active by
-    default (:data:`ACTIVE_KEYWORD_RULES`), so English stores index as before."""
+    default (:data:`ACTIVE_KEYWORD_RULES`, which ``rules`` replaces: a store passes
+    the rules its index was written with), so English stores index as before."""
     if not text:
         return text
-    if "identifiers" in ACTIVE_KEYWORD_RULES and _CAMEL.search(text) is not None:
+    rules = ACTIVE_KEYWORD_RULES if rules is None else rules
+    if "identifiers" in rules and _CAMEL.search(text) is not None:
         split = _CAMEL.sub(_identifiers, text)
         text = text if split == text else split  # iPhone: the same string
-    if "elongations" in ACTIVE_KEYWORD_RULES and _RUN.search(text) is not None:
+    if "elongations" in rules and _RUN.search(text) is not None:
         plain = _ELONGATED.sub(_elongations, text)
         text = text if plain == text else plain  # zzz, www: the same string
     if CJK_RUN.search(text) is not None:
@@ -331,14 +337,19 @@ MAX_QUERY_WORDS = 32
 
 
 def query_words(
-    text: str, *, max_words: int = MAX_QUERY_WORDS, language: str = "english"
+    text: str,
+    *,
+    max_words: int = MAX_QUERY_WORDS,
+    language: str = "english",
+    rules: frozenset[str] | None = None,
 ) -> list[str]:
     """Lower-cased words of ``text`` in order, duplicates and stopwords removed
     (stopwords kept when nothing else is left); at most ``max_words``. CJK runs
-    give their bigrams, and in another ``language`` than English words their
-    stems (:func:`keyword_text`), as the keyword index holds them."""
+    give their bigrams, in another ``language`` than English words their stems,
+    and the keyword ``rules`` their words (:func:`keyword_text`), as the keyword
+    index holds them."""
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(keyword_text(text, language).lower()):
+    for match in _WORD.finditer(keyword_text(text, language, rules).lower()):
         word = match.group(0).strip("_")
         if word:
             seen.setdefault(word, None)
