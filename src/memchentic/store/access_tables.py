@@ -3,7 +3,8 @@ both backends in the shared SQL of :mod:`.tables`.
 
 Rows hold hashes only: the SHA-256 of a key or of a session id, never the secret.
 What the rows mean (who a key is for, when a session ends, how many a key keeps)
-is :mod:`memchentic.access.keys`'; these are its reads and writes.
+is :mod:`memchentic.access.keys`'; these are its reads and writes, a part of the
+store composed from its host (:class:`~.tables.Part`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from .migrations import KEY_COLUMNS, SESSION_COLUMNS
-from .tables import SqlHost
+from .tables import Part
 
 
 class KeyRow(NamedTuple):
@@ -46,56 +47,49 @@ def _key(row: Sequence[Any]) -> KeyRow:
     return KeyRow(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6], row[7])
 
 
-class AccessTables:
+class AccessTables(Part):
     """The ``api_keys`` and ``console_sessions`` tables."""
 
-    def save_api_key(self: SqlHost, key: KeyRow) -> None:
+    def save_api_key(self, key: KeyRow) -> None:
         """Insert a key (its digest is new: a random key's hash)."""
-        d = self.dialect
+        d = self.d
         values = [*key]
         values[3] = d.value(key.admin)
         self._run(d.sql(f"INSERT INTO api_keys ({_KEY}) VALUES ({', '.join('?' * 8)})"), values)
 
-    def api_keys(self: SqlHost) -> list[KeyRow]:
+    def api_keys(self) -> list[KeyRow]:
         """Every key, oldest first."""
         rows = self._rows(f"SELECT {_KEY} FROM api_keys ORDER BY created_at, id, digest")
         return [_key(r) for r in rows]
 
-    def api_key(self: SqlHost, digest: str) -> KeyRow | None:
+    def api_key(self, digest: str) -> KeyRow | None:
         """The key whose SHA-256 is ``digest``."""
-        row = self._row(self.dialect.sql(f"SELECT {_KEY} FROM api_keys WHERE digest = ?"),
+        row = self._row(self.d.sql(f"SELECT {_KEY} FROM api_keys WHERE digest = ?"),
                         (digest,))  # fmt: skip
         return _key(row) if row else None
 
-    def delete_api_keys(self: SqlHost, key_id: str) -> int:
+    def delete_api_keys(self, key_id: str) -> int:
         """Delete the keys whose id is ``key_id``; how many there were."""
-        return self._run(self.dialect.sql("DELETE FROM api_keys WHERE id = ?"), (key_id,))
+        return self._run(self.d.sql("DELETE FROM api_keys WHERE id = ?"), (key_id,))
 
-    def save_console_session(self: SqlHost, session: SessionRow) -> None:
+    def save_console_session(self, session: SessionRow) -> None:
         """Insert a session, or replace the one of its digest."""
-        self._run(
-            self.dialect.sql(
-                f"INSERT INTO console_sessions ({_SESSION}) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (digest) DO UPDATE SET key_digest = excluded.key_digest, "
-                "created_at = excluded.created_at, expires_at = excluded.expires_at"
-            ),
-            tuple(session),
-        )
+        self._save("console_sessions", _SESSION, "digest", session, *SESSION_COLUMNS[1:])
 
-    def console_sessions(self: SqlHost) -> list[SessionRow]:
+    def console_sessions(self) -> list[SessionRow]:
         """Every session, oldest first."""
         rows = self._rows(f"SELECT {_SESSION} FROM console_sessions ORDER BY created_at, digest")
         return [SessionRow(*r) for r in rows]
 
-    def console_session(self: SqlHost, digest: str) -> SessionRow | None:
+    def console_session(self, digest: str) -> SessionRow | None:
         """The session whose id's SHA-256 is ``digest``."""
-        sql = self.dialect.sql(f"SELECT {_SESSION} FROM console_sessions WHERE digest = ?")
+        sql = self.d.sql(f"SELECT {_SESSION} FROM console_sessions WHERE digest = ?")
         row = self._row(sql, (digest,))
         return SessionRow(*row) if row else None
 
-    def delete_console_sessions(self: SqlHost, digests: Sequence[str]) -> int:
+    def delete_console_sessions(self, digests: Sequence[str]) -> int:
         """Delete the sessions of ``digests``; how many there were."""
         if not digests:
             return 0
-        cond, params = self.dialect.any_of("digest", list(digests))
-        return self._run(self.dialect.sql(f"DELETE FROM console_sessions WHERE {cond}"), params)
+        cond, params = self.d.any_of("digest", list(digests))
+        return self._run(self.d.sql(f"DELETE FROM console_sessions WHERE {cond}"), params)

@@ -1,6 +1,10 @@
-"""The one store interface every backend implements.
+"""The store's engine-facing API: what the engine, the server, backup and
+``store_copy`` call on a store.
 
-A store keeps rows, vectors, the keyword index, edges, versions and entities.
+A backend does not implement all of it: :class:`~.sql_store.SqlStore` answers most
+of it once, from parts composed from the backend, and leaves a narrow contract
+(docs/backends.md). A store keeps rows, vectors, the keyword index, edges,
+versions, entities, the directory, events and turns, API keys and console sessions.
 It never decides access: callers pass a :class:`MemoryFilter` whose
 ``namespaces`` the access module computed. Write paths that check and then
 write run inside :meth:`Store.write`, which serialises writers of one store
@@ -145,7 +149,8 @@ class StoreStats:
 
 
 class Store(ABC):
-    """Storage for memories; one implementation per backend."""
+    """Storage for memories: the API callers type against. Backends subclass
+    :class:`~.sql_store.SqlStore`, which implements it on top of their contract."""
 
     #: How the store was opened (a path or a URL).
     location: str
@@ -176,15 +181,13 @@ class Store(ABC):
         return False
 
     # --- memories -----------------------------------------------------------------
-    @abstractmethod
-    def insert(self, record: MemoryRecord, vector: np.ndarray) -> None: ...
+    def insert(self, record: MemoryRecord, vector: np.ndarray) -> None:
+        self.insert_many([(record, vector)])
 
+    @abstractmethod
     def insert_many(self, items: Sequence[tuple[MemoryRecord, np.ndarray]]) -> None:
-        """Insert new rows with their vectors in one transaction (bulk writes).
-        Backends override this with one statement per table."""
-        with self.write():
-            for record, vector in items:
-                self.insert(record, vector)
+        """Insert new rows with their vectors in one transaction (bulk writes: one
+        statement per table)."""
 
     @abstractmethod
     def update(self, record: MemoryRecord, vector: np.ndarray | None = None) -> None:
@@ -347,14 +350,12 @@ class Store(ABC):
         """One edge by id (backends may answer faster than this scan)."""
         return next((e for e in self.iter_edges() if e.id == edge_id), None)
 
-    @abstractmethod
-    def add_version(self, version: Version) -> None: ...
+    def add_version(self, version: Version) -> None:
+        self.add_versions([version])
 
+    @abstractmethod
     def add_versions(self, versions: Sequence[Version]) -> None:
-        """Append several versions in one transaction (backends override it)."""
-        with self.write():
-            for version in versions:
-                self.add_version(version)
+        """Append several versions in one transaction."""
 
     @abstractmethod
     def versions(self, memory_id: str) -> list[Version]: ...
@@ -437,20 +438,24 @@ class Store(ABC):
 
     # --- API keys and console sessions (access.keys decides what they mean) -----------
     @abstractmethod
-    def save_api_key(self, key: KeyRow) -> None: ...
+    def save_api_key(self, key: KeyRow) -> None:
+        """Insert a key (its digest is new: the hash of a random key)."""
 
     @abstractmethod
     def api_keys(self) -> list[KeyRow]:
         """Every key, oldest first."""
 
     @abstractmethod
-    def api_key(self, digest: str) -> KeyRow | None: ...
+    def api_key(self, digest: str) -> KeyRow | None:
+        """The key whose SHA-256 is ``digest``, or None."""
 
     @abstractmethod
-    def delete_api_keys(self, key_id: str) -> int: ...
+    def delete_api_keys(self, key_id: str) -> int:
+        """Delete the keys whose id is ``key_id``; how many there were."""
 
     @abstractmethod
-    def save_console_session(self, session: SessionRow) -> None: ...
+    def save_console_session(self, session: SessionRow) -> None:
+        """Insert a session, or replace the one of its digest."""
 
     @abstractmethod
     def console_sessions(self) -> list[SessionRow]:
@@ -460,7 +465,8 @@ class Store(ABC):
     def console_session(self, digest: str) -> SessionRow | None: ...
 
     @abstractmethod
-    def delete_console_sessions(self, digests: Sequence[str]) -> int: ...
+    def delete_console_sessions(self, digests: Sequence[str]) -> int:
+        """Delete the sessions of ``digests``; how many there were."""
 
     # --- graph neighbourhood ---------------------------------------------------------
     @abstractmethod
@@ -471,14 +477,12 @@ class Store(ABC):
         (id, shared entity names), most shared first."""
 
     # --- events and short-term memory ------------------------------------------------
-    @abstractmethod
-    def add_event(self, event: Event) -> None: ...
+    def add_event(self, event: Event) -> None:
+        self.add_events([event])
 
+    @abstractmethod
     def add_events(self, events: Sequence[Event]) -> None:
-        """Append several events, in order, in one transaction (backends override it)."""
-        with self.write():
-            for event in events:
-                self.add_event(event)
+        """Append several events, in order, in one transaction."""
 
     @abstractmethod
     def events(

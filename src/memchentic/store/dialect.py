@@ -4,7 +4,8 @@ The store's shared SQL (:mod:`.filters`, :mod:`.tables`) is written with ``?`` f
 each parameter, in the SQL both engines read alike; a :class:`Dialect` renders it
 for one engine (its parameter marker, its spelling of a list of values and of a
 memory's tags) and converts the values that cross the boundary (timestamps,
-flags, JSON) and the rows that cross it (records, edges, versions).
+flags, JSON) and the rows that cross it (records; edges and versions are read
+alike from those values).
 ``sqlite_rows.SQLITE`` and ``postgres_rows.POSTGRES`` are the two.
 """
 
@@ -32,11 +33,8 @@ class Dialect(ABC):
     #: The memories table's integer key (``rowid``, ``key``): it grows with each
     #: insert and is what ``memory_entities.key`` (and the vector table) names.
     key: str
-    #: A row of the memories' columns (``tables.COLUMNS`` order) as a record, a row
-    #: of ``tables.EDGE_COLUMNS`` as an edge, of ``tables.VERSION_COLUMNS`` as a version.
+    #: A row of the memories' columns (``tables.COLUMNS`` order) as a record.
     record: Callable[[Any], MemoryRecord]
-    edge: Callable[[Any], Edge]
-    version: Callable[[Any], Version]
 
     @abstractmethod
     def sql(self, text: str) -> str:
@@ -71,6 +69,29 @@ class Dialect(ABC):
     @abstractmethod
     def metadata_condition(self, alias: str, cond: Condition) -> tuple[str, list[Any]]:
         """One condition of a metadata filter on ``alias``, as shared SQL."""
+
+    @abstractmethod
+    def decayed(self, alias: str) -> str:
+        """Shared SQL, true when the memory ``alias`` was last used (updated or
+        recalled) at least ``? * (confidence - ?)`` days before the time ``?``; its
+        three parameters come in the order (the time, days per unit of confidence,
+        the floor). The engines' date arithmetic differs; this is all of it."""
+
+    def edge(self, row: Sequence[Any]) -> Edge:
+        """A row of ``tables.EDGE_COLUMNS`` as an edge."""
+        edge_id, source, target, kind, strength, created_at, metadata = row
+        when = self.read_time(created_at)
+        assert when is not None
+        meta = self.read_json(metadata) if metadata else {}
+        return Edge(edge_id, source, target, kind, strength, when, meta)
+
+    def version(self, row: Sequence[Any]) -> Version:
+        """A row of ``tables.VERSION_COLUMNS`` as a version."""
+        memory_id, number, op, actor, at, changes, snapshot = row
+        when = self.read_time(at)
+        assert when is not None
+        return Version(memory_id, number, op, actor, when, self.read_json(changes),
+                       self.read_json(snapshot) if snapshot else None)  # fmt: skip
 
     def where(self, flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
         """The SQL condition and parameters for a filter (always a valid expression),

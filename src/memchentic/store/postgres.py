@@ -13,33 +13,26 @@ Open one with ``Memory(store="postgresql://user@host/db?schema=team_a")``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from ..errors import StoreError
-from ..lifetime import DecayScan
-from ..record import Edge, MemoryRecord, Version
-from .access_tables import AccessTables
-from .base import MemoryFilter, RankRow, Store
+from ..record import MemoryRecord
+from .base import MemoryFilter, RankRow
 from .keywords import LANGUAGE_KEY
-from .memory_tables import MemoryTables
 from .postgres_check import PostgresCheck
 from .postgres_connect import open_location
 from .postgres_extra import PostgresExtras
 from .postgres_rows import (
     COLUMNS,
-    EDGE_COLUMNS,
     SELECT_COLUMNS,
-    VERSION_COLUMNS,
-    jsonb,
     record_params,
     row_to_record,
     tsv_params,
 )
 from .postgres_search import RANK_COLUMNS, PostgresSearch, keep_rank_rows
-from .tables import DirectoryTables, LogTables
+from .sql_store import SqlStore
 
 _ENTITY_SQL = "SELECT unnest(%s::text[])"
 
@@ -49,11 +42,11 @@ def _entity_names(entities: Sequence[str]) -> list[str]:
     return sorted({e.strip().lower() for e in entities if e.strip()})
 
 
-class PostgresStore(
-    PostgresSearch, DirectoryTables, AccessTables, LogTables, MemoryTables, PostgresExtras,
-    PostgresCheck, Store,
-):  # fmt: skip
-    """A memchentic store in one schema of a PostgreSQL database (pgvector required)."""
+class PostgresStore(PostgresSearch, PostgresExtras, PostgresCheck, SqlStore):
+    """A memchentic store in one schema of a PostgreSQL database (pgvector required):
+    the PostgreSQL dialect, :class:`~.postgres_connect.PgConnections` (the host) and
+    :class:`PostgresSearch`'s stages; the shared tables are
+    :class:`~.sql_store.SqlStore`'s parts."""
 
     def __init__(
         self,
@@ -86,28 +79,14 @@ class PostgresStore(
         )
 
     # --- metadata -------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        row = self._row("SELECT value FROM meta WHERE key = %s", (key,))
-        return row[0] if row else None
-
     def set_meta(self, key: str, value: str) -> None:
         """Set a metadata value; ``embedding_dimension`` also (re)builds the vector index."""
         with self.write():
-            self._run(
-                "INSERT INTO meta (key, value) VALUES (%s, %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+            super().set_meta(key, value)
             if key == "embedding_dimension":
                 self._ensure_vector_index(int(value))
 
-    def schema_version(self) -> int:
-        return int(self._row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0])
-
     # --- memories -------------------------------------------------------------------
-    def insert(self, record: MemoryRecord, vector: np.ndarray) -> None:
-        self.insert_many([(record, vector)])
-
     def insert_many(self, items: Sequence[tuple[MemoryRecord, np.ndarray]]) -> None:
         if not items:
             return
@@ -152,18 +131,10 @@ class PostgresStore(
                 (row[0], _entity_names(record.entities)),
             )
 
-    def delete(self, memory_id: str) -> bool:
-        with self.write(), self.connection() as conn:
-            self._rows_changed()
-            # The vector and the entities go with the row (ON DELETE CASCADE).
-            if conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,)).rowcount == 0:
-                return False
-            conn.execute("DELETE FROM edges WHERE source = %s OR target = %s",
-                         (memory_id, memory_id))  # fmt: skip
-            conn.execute(
-                "UPDATE memories SET superseded_by = NULL WHERE superseded_by = %s", (memory_id,)
-            )
-        return True
+    def _delete_row(self, memory_id: str) -> bool:
+        self._rows_changed()
+        # The vector and the entities go with the row (ON DELETE CASCADE).
+        return self._run("DELETE FROM memories WHERE id = %s", (memory_id,)) > 0
 
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         if not ids:
@@ -199,59 +170,6 @@ class PostgresStore(
         )
         return dict(rows)
 
-    def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
-        if not updates:
-            return
-        self._write_alone(
-            "UPDATE memories SET recall_count = %s, last_recalled_at = %s, expires_at = %s "
-            "WHERE id = %s",
-            [(count, at, exp, mid) for mid, count, at, exp in updates],
-        )
-
-    # --- graph, versions, entities ----------------------------------------------------
-    def add_edge(self, edge: Edge) -> None:
-        with self.write():
-            self._run(
-                f"INSERT INTO edges ({EDGE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (edge.id, edge.source, edge.target, edge.kind, edge.strength, edge.created_at,
-                 jsonb(edge.metadata)),
-            )  # fmt: skip
-            if edge.kind == "supersedes":
-                self._run(
-                    "UPDATE memories SET superseded_by = %s WHERE id = %s",
-                    (edge.source, edge.target),
-                )
-
-    def delete_edge(self, edge_id: str) -> bool:
-        with self.write():
-            row = self._row("DELETE FROM edges WHERE id = %s RETURNING source, target, kind",
-                            (edge_id,))  # fmt: skip
-            if row is None:
-                return False
-            if row[2] == "supersedes":
-                self._run(
-                    "UPDATE memories SET superseded_by = NULL WHERE id = %s AND superseded_by = %s",
-                    (row[1], row[0]),
-                )
-        return True
-
-    def add_version(self, version: Version) -> None:
-        self.add_versions([version])
-
-    def add_versions(self, versions: Sequence[Version]) -> None:
-        if not versions:
-            return
-        with self.write(), self.connection() as conn, conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO versions ({VERSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [(v.memory_id, v.version, v.op, v.actor, v.at, jsonb(v.changes, "changes"),
-                  jsonb(v.snapshot, "snapshot") if v.snapshot else None) for v in versions],
-            )  # fmt: skip
-
-    def purge_versions(self, memory_id: str) -> None:
-        """Drop a memory's versions (their snapshots hold its content)."""
-        self._run("DELETE FROM versions WHERE memory_id = %s", (memory_id,))
-
     # --- maintenance ----------------------------------------------------------------
     def _stat_counts(
         self, flt: MemoryFilter, cond: str, params: Sequence[Any]
@@ -273,17 +191,3 @@ class PostgresStore(
                 "AND c.relkind IN ('r', 'm')",
             )[0]
         )
-
-    def gc_candidates(
-        self, expired_before: datetime, decay: DecayScan | None
-    ) -> list[MemoryRecord]:
-        sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.expires_at <= %s"
-        params: list[Any] = [expired_before]
-        if decay is not None:
-            sql += (
-                " OR (m.expires_at IS NOT NULL AND NOT m.pinned AND EXTRACT(EPOCH FROM "
-                "%s::timestamptz - GREATEST(m.updated_at, m.last_recalled_at))::float8 "
-                ">= %s::float8 * 86400 * (m.confidence - %s::float8))"
-            )
-            params += [decay.now, decay.days_per_confidence, decay.floor]
-        return [row_to_record(r) for r in self._rows(sql, params)]

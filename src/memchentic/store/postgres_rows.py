@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import ValidationError
 from ..metadata_filter import Condition
-from ..record import Edge, MemoryRecord, Version
+from ..record import MemoryRecord
 from ..text import keyword_text
 from .dialect import Dialect
 from .metadata_sql import postgres_condition
@@ -92,16 +92,6 @@ def row_to_record(row: tuple[Any, ...]) -> MemoryRecord:
     return MemoryRecord(**data)
 
 
-def row_to_edge(row: tuple[Any, ...]) -> Edge:
-    edge_id, source, target, kind, strength, created_at, metadata = row
-    return Edge(edge_id, source, target, kind, strength, utc(created_at), metadata or {})  # type: ignore[arg-type]
-
-
-def row_to_version(row: tuple[Any, ...]) -> Version:
-    memory_id, version, op, actor, at, changes, snapshot = row
-    return Version(memory_id, version, op, actor, utc(at), changes, snapshot)  # type: ignore[arg-type]
-
-
 class PostgresDialect(Dialect):
     """PostgreSQL: ``%s`` parameters (so a literal ``%`` is doubled), native
     timestamps and flags, ``jsonb``, arrays for lists of values, and jsonb
@@ -112,8 +102,6 @@ class PostgresDialect(Dialect):
     false = "FALSE"
     key = "key"
     record = staticmethod(row_to_record)
-    edge = staticmethod(row_to_edge)
-    version = staticmethod(row_to_version)
 
     @functools.lru_cache(maxsize=512)  # noqa: B019 (one instance, lives as long as the module)
     def sql(self, text: str) -> str:
@@ -138,6 +126,11 @@ class PostgresDialect(Dialect):
 
     def metadata_condition(self, alias: str, cond: Condition) -> tuple[str, list[Any]]:
         return postgres_condition(alias, cond)
+
+    def decayed(self, alias: str) -> str:
+        return (f"EXTRACT(EPOCH FROM ?::timestamptz - GREATEST({alias}.updated_at, "
+                f"{alias}.last_recalled_at))::float8 >= ?::float8 * 86400 * "
+                f"({alias}.confidence - ?::float8)")  # fmt: skip
 
     def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
         return f"{alias}.tags @> ?", [Jsonb(list(dict.fromkeys(tags)))]

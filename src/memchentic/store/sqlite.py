@@ -20,21 +20,18 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..clock import to_text
 from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
 from ..text import keyword_text
-from .access_tables import AccessTables
-from .base import RankRow, Store
+from .base import RankRow
 from .keywords import LANGUAGE_KEY
-from .memory_tables import MemoryTables
 from .migrations.sqlite import KEYWORD_FUNCTION, MIGRATIONS, TOKENIZER, migrate
+from .sql_store import SqlStore
 from .sqlite_check import SQLiteCheck
 from .sqlite_checkpoint import BACKSTOP_PAGES, Checkpointer
 from .sqlite_conn import GuardedConnection, SQLiteStoreError, backoff, is_locked
@@ -49,7 +46,6 @@ from .sqlite_rows import (
     row_to_record,
 )
 from .sqlite_search import SQLiteSearch
-from .tables import DirectoryTables, LogTables
 from .vectors import VectorIndex
 
 #: A bulk insert of at least this many memories writes their keyword rows with one
@@ -71,12 +67,11 @@ _LOCK_RETRIES = 8
 MMAP_BYTES = 1 << 34
 
 
-class SQLiteStore(
-    SQLiteCheck, DirectoryTables, AccessTables, LogTables, MemoryTables, SQLiteExtras,
-    SQLiteSearch, Store,
-):  # fmt: skip
+class SQLiteStore(SQLiteCheck, SQLiteExtras, SQLiteSearch, SqlStore):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
-    several connections must see the same data)."""
+    several connections must see the same data): the SQLite dialect, this class's
+    connections (the host) and :class:`SQLiteSearch`'s stages; the shared tables are
+    :class:`~.sql_store.SqlStore`'s parts."""
 
     def __init__(
         self,
@@ -284,22 +279,6 @@ class SQLiteStore(
             self._local.erased = False
             truncate_wal(conn)
 
-    # --- metadata -------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
-    def schema_version(self) -> int:
-        row = self.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-        return int(row[0] or 0)
-
     # --- memories -------------------------------------------------------------------
     def _rowid(self, memory_id: str) -> int | None:
         row = self.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()
@@ -380,21 +359,13 @@ class SQLiteStore(
             "INSERT INTO memory_entities(entity, key) VALUES (?, ?)", [(n, key) for n in names]
         )
 
-    def delete(self, memory_id: str) -> bool:
-        with self.write():
-            key = self._rowid(memory_id)
-            if key is None:
-                return False
-            self.conn.execute("DELETE FROM memories WHERE rowid = ?", (key,))
-            self.conn.execute("DELETE FROM vectors WHERE rowid = ?", (key,))
-            self.conn.execute("DELETE FROM memory_entities WHERE key = ?", (key,))
-            self.conn.execute(
-                "DELETE FROM edges WHERE source = ? OR target = ?", (memory_id, memory_id)
-            )
-            self.conn.execute(
-                "UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,)
-            )
-            self._erased()
+    def _delete_row(self, memory_id: str) -> bool:
+        key = self._rowid(memory_id)
+        if key is None:
+            return False
+        self.conn.execute("DELETE FROM memories WHERE rowid = ?", (key,))
+        self.conn.execute("DELETE FROM vectors WHERE rowid = ?", (key,))
+        self.conn.execute("DELETE FROM memory_entities WHERE key = ?", (key,))
         return True
 
     def _by_ids(self, select: str, ids: Sequence[str]) -> Iterator[Any]:
@@ -423,13 +394,3 @@ class SQLiteStore(
             "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid", ids
         )
         return {memory_id: np.frombuffer(blob, dtype=np.float32) for memory_id, blob in rows}
-
-    def touch(self, updates: Sequence[tuple[str, int, datetime, datetime | None]]) -> None:
-        if not updates:
-            return
-        with self.write():
-            self.conn.executemany(
-                "UPDATE memories SET recall_count = ?, last_recalled_at = ?, expires_at = ? "
-                "WHERE id = ?",
-                [(count, to_text(at), to_text(exp), mid) for mid, count, at, exp in updates],
-            )

@@ -1,11 +1,11 @@
-"""How the SQLite store runs the shared SQL (:class:`~.tables.SqlHost`); its writes
-of edges and versions, session and entity neighbourhoods; the counts and size
-behind its statistics (:class:`~.memory_tables.MemoryTables` reads the rest)."""
+"""How the SQLite store runs the shared SQL (the primitives of
+:class:`~.tables.SqlHost`), its session and entity neighbourhoods, and the counts
+and size behind its statistics (:class:`~.memory_tables.MemoryTables` reads the
+rest)."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -14,24 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..clock import to_text
-from ..lifetime import DecayScan
-from ..record import Edge, MemoryRecord, Version
 from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
 from .dialect import Dialect
-from .sqlite_rows import (
-    SELECT_COLUMNS,
-    SQLITE,
-    row_to_record,
-    to_json,
-    where,
-)
+from .sqlite_rows import SQLITE, where
 
 #: Windows a statement names (SQLite caps the parameters of one).
 _CHUNK = 500
 
 
 class SQLiteExtras:
-    """Mixin for :class:`~memchentic.store.sqlite.SQLiteStore`."""
+    """The host half of :class:`~memchentic.store.sqlite.SQLiteStore`: how it runs SQL."""
 
     dialect: Dialect = SQLITE
     path: Path
@@ -43,14 +35,6 @@ class SQLiteExtras:
     if TYPE_CHECKING:  # provided by SQLiteStore
 
         def write(self) -> AbstractContextManager[None]: ...
-
-        def _erased(self) -> None: ...
-
-        def get_meta(self, key: str) -> str | None: ...
-
-        def count(self, flt: MemoryFilter) -> int: ...
-
-        def schema_version(self) -> int: ...
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self.conn.execute(sql, params).fetchall()
@@ -108,54 +92,6 @@ class SQLiteExtras:
             for _, line in itertools.groupby(rows, key=lambda row: (row[0], row[1]))
         ]
 
-    # --- graph, versions, entities ----------------------------------------------------
-    def add_edge(self, edge: Edge) -> None:
-        with self.write():
-            self.conn.execute(
-                "INSERT INTO edges(id, source, target, kind, strength, created_at, metadata) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (edge.id, edge.source, edge.target, edge.kind, edge.strength,
-                 to_text(edge.created_at), json.dumps(edge.metadata)),
-            )  # fmt: skip
-            if edge.kind == "supersedes":
-                self.conn.execute(
-                    "UPDATE memories SET superseded_by = ? WHERE id = ?", (edge.source, edge.target)
-                )
-
-    def delete_edge(self, edge_id: str) -> bool:
-        with self.write():
-            row = self.conn.execute(
-                "SELECT source, target, kind FROM edges WHERE id = ?", (edge_id,)
-            ).fetchone()
-            if row is None:
-                return False
-            self.conn.execute("DELETE FROM edges WHERE id = ?", (edge_id,))
-            if row[2] == "supersedes":
-                self.conn.execute(
-                    "UPDATE memories SET superseded_by = NULL WHERE id = ? AND superseded_by = ?",
-                    (row[1], row[0]),
-                )
-        return True
-
-    def add_version(self, version: Version) -> None:
-        self.add_versions([version])
-
-    def add_versions(self, versions: Sequence[Version]) -> None:
-        with self.write():
-            self.conn.executemany(
-                "INSERT INTO versions(memory_id, version, op, actor, at, changes, snapshot) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(v.memory_id, v.version, v.op, v.actor, to_text(v.at),
-                  to_json(v.changes), to_json(v.snapshot) if v.snapshot else None)
-                 for v in versions],
-            )  # fmt: skip
-
-    def purge_versions(self, memory_id: str) -> None:
-        """Drop a memory's versions (their snapshots hold its content)."""
-        with self.write():
-            self.conn.execute("DELETE FROM versions WHERE memory_id = ?", (memory_id,))
-            self._erased()
-
     # --- maintenance ----------------------------------------------------------------
     def _stat_counts(
         self, flt: MemoryFilter, cond: str, params: Sequence[Any]
@@ -185,17 +121,3 @@ class SQLiteExtras:
             for p in (self.path, self.path.with_name(self.path.name + "-wal"))
             if p.exists()
         )
-
-    def gc_candidates(
-        self, expired_before: datetime, decay: DecayScan | None
-    ) -> list[MemoryRecord]:
-        sql = f"SELECT {SELECT_COLUMNS} FROM memories m WHERE m.expires_at <= ?"
-        params: list[Any] = [to_text(expired_before)]
-        if decay is not None:  # julianday: days, a core function (no math extension)
-            sql += (
-                " OR (m.expires_at IS NOT NULL AND m.pinned = 0 AND julianday(?) - "
-                "julianday(MAX(m.updated_at, COALESCE(m.last_recalled_at, ''))) "
-                ">= ? * (m.confidence - ?))"
-            )
-            params += [to_text(decay.now), decay.days_per_confidence, decay.floor]
-        return [row_to_record(r) for r in self.conn.execute(sql, params)]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..clock import from_text, to_text
 from ..metadata_filter import Condition
-from ..record import Edge, MemoryRecord, Version
+from ..record import MemoryRecord
 from .base import RankRow
 from .dialect import Dialect
 from .metadata_sql import sqlite_condition
@@ -102,28 +102,6 @@ def rank_row(row: Sequence[Any], at: int) -> RankRow:
                    namespace, from_text(created), vector)  # fmt: skip
 
 
-def row_to_edge(row: tuple[Any, ...]) -> Edge:
-    edge_id, source, target, kind, strength, created_at, metadata = row
-    created = from_text(created_at)
-    assert created is not None
-    return Edge(edge_id, source, target, kind, strength, created, json.loads(metadata or "{}"))
-
-
-def row_to_version(row: tuple[Any, ...]) -> Version:
-    memory_id, version, op, actor, at, changes, snapshot = row
-    when = from_text(at)
-    assert when is not None
-    return Version(
-        memory_id,
-        version,
-        op,
-        actor,
-        when,
-        json.loads(changes),
-        json.loads(snapshot) if snapshot else None,
-    )
-
-
 class SQLiteDialect(Dialect):
     """SQLite: ``?`` parameters, timestamps as ``clock.to_text`` (text that sorts in
     time order), flags as 0 and 1, JSON as text, lists of values spelled out."""
@@ -133,8 +111,6 @@ class SQLiteDialect(Dialect):
     false = "0"
     key = "rowid"
     record = staticmethod(row_to_record)
-    edge = staticmethod(row_to_edge)
-    version = staticmethod(row_to_version)
 
     def sql(self, text: str) -> str:
         return text
@@ -161,6 +137,11 @@ class SQLiteDialect(Dialect):
 
     def metadata_condition(self, alias: str, cond: Condition) -> tuple[str, list[Any]]:
         return sqlite_condition(alias, cond)
+
+    def decayed(self, alias: str) -> str:
+        # julianday: days, a core function (no math extension)
+        last_use = f"MAX({alias}.updated_at, COALESCE({alias}.last_recalled_at, ''))"
+        return f"julianday(?) - julianday({last_use}) >= ? * ({alias}.confidence - ?)"
 
     def all_tags(self, alias: str, tags: Sequence[str]) -> tuple[str, list[Any]]:
         one = f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value = ?)"

@@ -1,10 +1,11 @@
 """The directory (identities, teams, memberships, invitations, grants), events and
-session turns, written once for both backends.
+session turns, and the meta values, written once for both backends.
 
 These tables hold the same columns on both; only the dialect differs (parameter
 markers, timestamps, flags, JSON, lists of values: :class:`~.dialect.Dialect`).
-A backend mixes in :class:`DirectoryTables` and :class:`LogTables` and provides
-the four primitives of :class:`SqlHost`.
+Each part is composed from a :class:`SqlHost` (a backend's connections and its
+dialect), not mixed into the store: :class:`~.sql_store.SqlStore` holds one of each
+and answers the engine's calls with them.
 """
 
 from __future__ import annotations
@@ -58,23 +59,70 @@ _IDENTITY = "id, kind, name, created_at"
 _TEAM = "id, kind, name, created_at"
 _GRANT = "id, namespace, grantee, created_at"
 _MEMBERSHIP = "team_kind, team_id, identity_id, role, active"
+#: The key of a membership and of an invitation.
+_MEMBER_KEY = "team_kind, team_id, identity_id"
+_MEMBER_WHERE = "team_kind = ? AND team_id = ? AND identity_id = ?"
+_INVITATION = "team_kind, team_id, identity_id, role, invited_by, created_at, named"
 
 
-class DirectoryTables:
+class Part:
+    """A part of the store composed from its host: it runs its SQL with the host's
+    primitives, rendered by the host's dialect (``self.d``)."""
+
+    def __init__(self, host: SqlHost) -> None:
+        self.host = host
+        self.d = host.dialect
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self.host._rows(sql, params)
+
+    def _row(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.host._row(sql, params)
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.host._run(sql, params)
+
+    def _write_alone(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.host._write_alone(sql, rows)
+
+    def _save(
+        self, table: str, columns: str, key: str, values: Sequence[Any], *updated: str
+    ) -> None:
+        """Insert a row of ``values`` into ``table`` (its ``columns``), or, when a row
+        of the same ``key`` (the columns of a unique index) is there, set its
+        ``updated`` columns to the new values (none: keep it as it is)."""
+        marks = ", ".join("?" * len(values))
+        then = "UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updated)
+        self._run(
+            self.d.sql(f"INSERT INTO {table} ({columns}) VALUES ({marks}) "
+                       f"ON CONFLICT ({key}) DO {then if updated else 'NOTHING'}"),
+            values,
+        )  # fmt: skip
+
+
+class MetaTable(Part):
+    """The store's ``meta`` values and its schema version."""
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._row(self.d.sql("SELECT value FROM meta WHERE key = ?"), (key,))
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._save("meta", "key, value", "key", (key, value), "value")
+
+    def schema_version(self) -> int:
+        return int(self._row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0])
+
+
+class DirectoryTables(Part):
     """Identities, teams (groups and orgs), memberships, invitations and grants."""
 
-    def save_identity(self: SqlHost, identity: Identity) -> None:
-        d = self.dialect
-        self._run(
-            d.sql(
-                f"INSERT INTO identities ({_IDENTITY}) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET name = excluded.name"
-            ),
-            (identity.id, identity.kind, identity.name, d.value(identity.created_at)),
-        )
+    def save_identity(self, identity: Identity) -> None:
+        values = (identity.id, identity.kind, identity.name, self.d.value(identity.created_at))
+        self._save("identities", _IDENTITY, "id", values, "name")
 
-    def find_identity(self: SqlHost, key: str, kind: str | None = None) -> Identity | None:
-        d = self.dialect
+    def find_identity(self, key: str, kind: str | None = None) -> Identity | None:
+        d = self.d
         kind_sql, args = (" AND kind = ?", [kind]) if kind else ("", [])
         row = self._row(
             d.sql(f"SELECT {_IDENTITY} FROM identities WHERE id = ?{kind_sql}"), [key, *args]
@@ -86,55 +134,42 @@ class DirectoryTables:
         )
         return Identity(row[0], row[1], row[2], d.read_time(row[3])) if row else None  # type: ignore[arg-type]
 
-    def list_identities(self: SqlHost, kind: str | None = None) -> list[Identity]:
-        d = self.dialect
+    def list_identities(self, kind: str | None = None) -> list[Identity]:
+        d = self.d
         sql, args = f"SELECT {_IDENTITY} FROM identities", []
         if kind:
             sql, args = sql + " WHERE kind = ?", [kind]
         rows = self._rows(d.sql(sql + " ORDER BY kind, name"), args)
         return [Identity(r[0], r[1], r[2], d.read_time(r[3])) for r in rows]  # type: ignore[arg-type]
 
-    def save_team(self: SqlHost, team: Team) -> None:
-        d = self.dialect
-        self._run(
-            d.sql(
-                f"INSERT INTO teams ({_TEAM}) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (kind, id) DO UPDATE SET name = excluded.name"
-            ),
-            (team.id, team.kind, team.name, d.value(team.created_at)),
-        )
+    def save_team(self, team: Team) -> None:
+        values = (team.id, team.kind, team.name, self.d.value(team.created_at))
+        self._save("teams", _TEAM, "kind, id", values, "name")
 
-    def find_team(self: SqlHost, kind: str, key: str) -> Team | None:
-        d = self.dialect
+    def find_team(self, kind: str, key: str) -> Team | None:
+        d = self.d
         row = self._row(
             d.sql(f"SELECT {_TEAM} FROM teams WHERE kind = ? AND id = ?"), (kind, key)
         ) or self._row(d.sql(f"SELECT {_TEAM} FROM teams WHERE kind = ? AND name = ?"), (kind, key))
         return Team(row[0], row[1], row[2], d.read_time(row[3])) if row else None  # type: ignore[arg-type]
 
-    def list_teams(self: SqlHost, kind: str) -> list[Team]:
-        d = self.dialect
+    def list_teams(self, kind: str) -> list[Team]:
+        d = self.d
         rows = self._rows(d.sql(f"SELECT {_TEAM} FROM teams WHERE kind = ? ORDER BY name"), (kind,))
         return [Team(r[0], r[1], r[2], d.read_time(r[3])) for r in rows]  # type: ignore[arg-type]
 
-    def save_membership(self: SqlHost, membership: Membership) -> None:
-        d = self.dialect
-        self._run(
-            d.sql(
-                f"INSERT INTO memberships ({_MEMBERSHIP}) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (team_kind, team_id, identity_id) "
-                "DO UPDATE SET role = excluded.role, active = excluded.active"
-            ),
-            (membership.team_kind, membership.team_id, membership.identity_id,
-             membership.role, d.value(bool(membership.active))),
-        )  # fmt: skip
+    def save_membership(self, membership: Membership) -> None:
+        m = membership
+        values = (m.team_kind, m.team_id, m.identity_id, m.role, self.d.value(bool(m.active)))
+        self._save("memberships", _MEMBERSHIP, _MEMBER_KEY, values, "role", "active")
 
-    def delete_membership(self: SqlHost, team_kind: str, team_id: str, identity_id: str) -> bool:
-        sql = "DELETE FROM memberships WHERE team_kind = ? AND team_id = ? AND identity_id = ?"
-        return self._run(self.dialect.sql(sql), (team_kind, team_id, identity_id)) > 0
+    def delete_membership(self, team_kind: str, team_id: str, identity_id: str) -> bool:
+        sql = f"DELETE FROM memberships WHERE {_MEMBER_WHERE}"
+        return self._run(self.d.sql(sql), (team_kind, team_id, identity_id)) > 0
 
-    def members(self: SqlHost, team_kind: str, team_id: str) -> list[Membership]:
+    def members(self, team_kind: str, team_id: str) -> list[Membership]:
         rows = self._rows(
-            self.dialect.sql(
+            self.d.sql(
                 f"SELECT {_MEMBERSHIP} FROM memberships "
                 "WHERE team_kind = ? AND team_id = ? ORDER BY identity_id"
             ),
@@ -142,8 +177,8 @@ class DirectoryTables:
         )
         return [_membership(r) for r in rows]
 
-    def memberships_of(self: SqlHost, identity_id: str) -> list[tuple[Team, Membership]]:
-        d = self.dialect
+    def memberships_of(self, identity_id: str) -> list[tuple[Team, Membership]]:
+        d = self.d
         rows = self._rows(
             d.sql(
                 "SELECT t.id, t.kind, t.name, t.created_at, "
@@ -155,31 +190,22 @@ class DirectoryTables:
         )
         return [(Team(r[0], r[1], r[2], d.read_time(r[3])), _membership(r[4:])) for r in rows]  # type: ignore[arg-type]
 
-    def save_invitation(self: SqlHost, invitation: Invitation) -> None:
-        d = self.dialect
-        self._run(
-            d.sql(
-                "INSERT INTO invitations (team_kind, team_id, identity_id, role, invited_by, "
-                "created_at, named) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (team_kind, team_id, identity_id) "
-                "DO UPDATE SET role = excluded.role, invited_by = excluded.invited_by, "
-                "named = excluded.named"
-            ),
-            (invitation.team_kind, invitation.team_id, invitation.identity_id,
-             invitation.role, invitation.invited_by, d.value(invitation.created_at),
-             invitation.named),
-        )  # fmt: skip
+    def save_invitation(self, invitation: Invitation) -> None:
+        i = invitation
+        values = (i.team_kind, i.team_id, i.identity_id, i.role, i.invited_by,
+                  self.d.value(i.created_at), i.named)  # fmt: skip
+        self._save("invitations", _INVITATION, _MEMBER_KEY, values, "role", "invited_by", "named")
 
-    def delete_invitation(self: SqlHost, team_kind: str, team_id: str, identity_id: str) -> bool:
-        sql = "DELETE FROM invitations WHERE team_kind = ? AND team_id = ? AND identity_id = ?"
-        return self._run(self.dialect.sql(sql), (team_kind, team_id, identity_id)) > 0
+    def delete_invitation(self, team_kind: str, team_id: str, identity_id: str) -> bool:
+        sql = f"DELETE FROM invitations WHERE {_MEMBER_WHERE}"
+        return self._run(self.d.sql(sql), (team_kind, team_id, identity_id)) > 0
 
     def invitations(
-        self: SqlHost, *, identity_id: str | None = None, team: tuple[str, str] | None = None,
+        self, *, identity_id: str | None = None, team: tuple[str, str] | None = None,
         team_kind: str | None = None, invited_by: str | None = None, limit: int | None = None,
         offset: int = 0,
     ) -> list[Invitation]:  # fmt: skip
-        d = self.dialect
+        d = self.d
         sql = (
             "SELECT i.team_kind, i.team_id, i.identity_id, i.role, i.invited_by, i.created_at, "
             "t.name, i.named FROM invitations i "
@@ -202,24 +228,16 @@ class DirectoryTables:
             for r in self._rows(d.sql(sql), args)
         ]
 
-    def save_grant(self: SqlHost, grant: Grant) -> None:
-        d = self.dialect
-        self._run(
-            d.sql(
-                f"INSERT INTO grants ({_GRANT}) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (namespace, grantee) DO NOTHING"
-            ),
-            (grant.id, grant.namespace, grant.grantee, d.value(grant.created_at)),
-        )
+    def save_grant(self, grant: Grant) -> None:
+        values = (grant.id, grant.namespace, grant.grantee, self.d.value(grant.created_at))
+        self._save("grants", _GRANT, "namespace, grantee", values)
 
-    def delete_grant(self: SqlHost, namespace: str, grantee: str) -> bool:
+    def delete_grant(self, namespace: str, grantee: str) -> bool:
         sql = "DELETE FROM grants WHERE namespace = ? AND grantee = ?"
-        return self._run(self.dialect.sql(sql), (namespace, grantee)) > 0
+        return self._run(self.d.sql(sql), (namespace, grantee)) > 0
 
-    def grants(
-        self: SqlHost, *, namespace: str | None = None, grantee: str | None = None
-    ) -> list[Grant]:
-        d = self.dialect
+    def grants(self, *, namespace: str | None = None, grantee: str | None = None) -> list[Grant]:
+        d = self.d
         sql = f"SELECT {_GRANT} FROM grants WHERE {d.true}"
         args: list[Any] = []
         if namespace is not None:
@@ -238,16 +256,13 @@ _EVENT = "id, type, at, actor, namespace, memory_id, payload"
 _TURN = "id, session_id, namespace, role, content, at, metadata"
 
 
-class LogTables:
+class LogTables(Part):
     """Events (the change feed) and session turns: appended, read in order."""
 
-    def add_event(self: SqlHost, event: Event) -> None:
-        self.add_events([event])  # type: ignore[attr-defined]
-
-    def add_events(self: SqlHost, events: Sequence[Event]) -> None:
+    def add_events(self, events: Sequence[Event]) -> None:
         # Under the store's write lock, so events commit in the order of their
         # sequence numbers and a reader paging with ``since`` never skips one.
-        d = self.dialect
+        d = self.d
         self._write_alone(
             d.sql(f"INSERT INTO events ({_EVENT}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
             [(e.id, e.type, d.value(e.at), e.actor, e.namespace, e.memory_id,
@@ -255,14 +270,10 @@ class LogTables:
         )  # fmt: skip
 
     def events(
-        self: SqlHost,
-        *,
-        namespaces: Sequence[str] | None,
-        since: str | None = None,
-        types: Sequence[str] | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
-        d = self.dialect
+        self, *, namespaces: Sequence[str] | None, since: str | None = None,
+        types: Sequence[str] | None = None, limit: int = 100,
+    ) -> list[Event]:  # fmt: skip
+        d = self.d
         sql = f"SELECT {_EVENT} FROM events WHERE {d.true}"
         args: list[Any] = []
         if since is not None:
@@ -279,21 +290,19 @@ class LogTables:
             for i, t, at, actor, ns, mid, payload in rows
         ]
 
-    def prune_events(self: SqlHost, before: datetime) -> int:
-        return self._run(
-            self.dialect.sql("DELETE FROM events WHERE at < ?"), (self.dialect.value(before),)
-        )
+    def prune_events(self, before: datetime) -> int:
+        return self._run(self.d.sql("DELETE FROM events WHERE at < ?"), (self.d.value(before),))
 
-    def add_turn(self: SqlHost, turn: Turn) -> None:
-        d = self.dialect
+    def add_turn(self, turn: Turn) -> None:
+        d = self.d
         self._write_alone(
             d.sql(f"INSERT INTO turns ({_TURN}) VALUES (?, ?, ?, ?, ?, ?, ?)"),
             [(turn.id, turn.session_id, turn.namespace, turn.role, turn.content,
               d.value(turn.at), d.json(turn.metadata))],
         )  # fmt: skip
 
-    def turns(self: SqlHost, session_id: str, *, namespace: str | None, limit: int) -> list[Turn]:
-        d = self.dialect
+    def turns(self, session_id: str, *, namespace: str | None, limit: int) -> list[Turn]:
+        d = self.d
         sql = f"SELECT {_TURN} FROM turns WHERE session_id = ?"
         args: list[Any] = [session_id]
         if namespace is not None:
@@ -305,8 +314,8 @@ class LogTables:
             for i, s, ns, role, content, at, meta in reversed(rows)
         ]
 
-    def sessions(self: SqlHost, *, namespaces: Sequence[str] | None) -> list[tuple[str, int]]:
-        d = self.dialect
+    def sessions(self, *, namespaces: Sequence[str] | None) -> list[tuple[str, int]]:
+        d = self.d
         sql = "SELECT session_id, count(*) FROM turns"
         args: list[Any] = []
         if namespaces is not None:
