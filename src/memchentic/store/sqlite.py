@@ -67,7 +67,7 @@ _LOCK_RETRIES = 8
 MMAP_BYTES = 1 << 34
 
 
-class SQLiteStore(SQLiteCheck, SQLiteExtras, SQLiteSearch, SqlStore):
+class SQLiteStore(SQLiteSearch, SQLiteExtras, SQLiteCheck, SqlStore):
     """A memchentic store in one SQLite file (``:memory:`` is not supported:
     several connections must see the same data): the SQLite dialect, this class's
     connections (the host) and :class:`SQLiteSearch`'s stages; the shared tables are
