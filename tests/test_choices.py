@@ -18,8 +18,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memchentic"
 #: Lists kept outside ``choices`` by their owner, until it names ``choices``: where,
 #: and which list (each line a pending edit of that module's owner).
 PENDING: dict[str, str] = {
-    "engine/gate.py": "DUPLICATE_POLICIES",
-    "write/secrets.py": "SECRET_POLICIES (least strict first)",
     "text.py": "KEYWORD_LANGUAGES",
 }
 

@@ -20,6 +20,7 @@ from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 from . import validation as check
 from .access import TRUSTED, AccessPolicy, Principal
 from .access.directory import Directory
+from .choices import IDENTITY_KINDS
 from .embed import Embedder
 from .engine.context import ContextOps
 from .engine.events import Events
@@ -213,7 +214,7 @@ class Memory:
         if not isinstance(name, str):
             raise ValidationError("identity", "must be NAME, user:NAME or agent:NAME")
         kind, _, key = name.partition(":") if ":" in name else ("user", "", name)
-        if kind not in ("user", "agent"):
+        if kind not in IDENTITY_KINDS:
             raise ValidationError("identity", "must be NAME, user:NAME or agent:NAME")
         return kind, check.identifier(key, "identity")
 

@@ -42,6 +42,7 @@ from .. import validation as check
 from ..access import Principal, read_scope, scope_namespace
 from ..access.directory import Directory
 from ..access.namespaces import check_identifier
+from ..choices import DUPLICATE_POLICIES
 from ..clock import as_utc, utcnow
 from ..errors import ForbiddenError, NamespaceError, NotFoundError, ValidationError
 from ..graph import supersession
@@ -60,7 +61,6 @@ from .parts import Parts
 T = TypeVar("T")
 
 #: What ``on_duplicate`` (and ``DUPLICATE_POLICY``) may be.
-DUPLICATE_POLICIES = ("refuse", "reinforce", "keep")
 
 #: A write's event: (type, namespace, memory id, payload).
 PendingEvent = tuple[str, str, str, dict[str, object]]

@@ -34,9 +34,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..choices import SECRET_POLICIES
 from ..errors import ValidationError
 
-POLICIES = ("allow", "redact", "refuse")  # least to most strict
+POLICIES = tuple(reversed(SECRET_POLICIES))  # least to most strict
 
 
 @dataclass(frozen=True, slots=True)
