@@ -61,7 +61,17 @@ def test_identifiers_are_followed_by_their_words():
     assert identifier_words("UserProfileLoader") == ["User", "Profile", "Loader"]
     assert identifier_words("XMLHttpRequest") == ["XML", "Http", "Request"]
     assert identifier_words("maxRetryCount_v2") == ["max", "Retry", "Count", "v", "2"]
-    for not_one in ("RETRY_BACKOFF_MS", "user_profile", "Profile", "iPhone", "5K", "GoT", "APIs"):
+    not_ones = (
+        "RETRY_BACKOFF_MS",
+        "user_profile",
+        "Profile",
+        "iPhone",
+        "5K",
+        "GoT",
+        "APIs",
+        "LeBron",
+    )
+    for not_one in not_ones:
         assert identifier_words(not_one) == []
     said = "call UserProfileLoader.load() from loadUserProfile"
     assert keyword_text(said) == (

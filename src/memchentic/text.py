@@ -216,8 +216,9 @@ def _bigrams(match: re.Match[str]) -> str:
 #: query asks), each adding words beside a token and keeping the token itself, so
 #: text indexed without a rule still matches a query read with it:
 #:
-#: - ``identifiers``: a camelCase or PascalCase token (``loadUserProfile``,
-#:   ``XMLHttpRequest``) is followed by its words (``load User Profile``); the
+#: - ``identifiers``: a camelCase or PascalCase token of two words of three
+#:   characters or more (``loadUserProfile``, ``XMLHttpRequest``; not ``LeBron``)
+#:   is followed by its words (``load User Profile``); the
 #:   tokenizers of both backends already split snake_case, SCREAMING_CASE,
 #:   kebab-case and dotted paths at ``_ - .``;
 #: - ``elongations``: a word with a letter said three times or more (``sooo``,
@@ -254,13 +255,14 @@ _RUN = re.compile(r"([^\W\d_])\1{2,}")
 def identifier_words(token: str) -> list[str]:
     """The words of a camelCase or PascalCase ``token`` (``loadUserProfile`` ->
     ``load User Profile``; ``XMLHttpRequest`` -> ``XML Http Request``); ``[]`` for
-    a token that is not one: fewer than two words of two characters or more
-    (``5K``, ``GoT``), a name that starts with one lower-case letter (``iPhone``,
-    ``eBay``), the plural of an acronym (``APIs``, ``DIYs``)."""
+    a token that is not one: fewer than two words of three characters or more
+    (``5K``, ``GoT``; a name behind a short particle: ``LeBron``, ``McDonald``), a
+    name that starts with one lower-case letter (``iPhone``, ``eBay``), the plural
+    of an acronym (``APIs``, ``DIYs``)."""
     if not _CAMEL.fullmatch(token) or _ACRONYMS.fullmatch(token):
         return []
     words = [p for part in token.split("_") for p in _IDENTIFIER_PART.findall(part)]
-    if sum(len(w) > 1 for w in words) < 2 or (len(words[0]) == 1 and words[0].islower()):
+    if sum(len(w) > 2 for w in words) < 2 or (len(words[0]) == 1 and words[0].islower()):
         return []
     return words
 
