@@ -41,10 +41,11 @@ from .reports import (
     Neighbour,
     Passage,
 )
+from .retrieval.knobs import Knobs
 from .retrieval.pipeline import Reranker
 from .retrieval.profiles import SearchProfile
 from .settings import Settings
-from .store import MemoryFilter, Store, StoreStats, open_store
+from .store import MemoryFilter, Store, StoreStats, open_store, register_store
 from .write.auto_edges import EdgeClassifier
 from .write.polarity import PolarityClassifier
 from .write.resolvers import Decision, Resolver
@@ -84,6 +85,7 @@ __all__ = [
     "Identity",
     "ImportReport",
     "Invitation",
+    "Knobs",
     "LimitError",
     "MaintenanceReport",
     "Membership",
@@ -123,4 +125,5 @@ __all__ = [
     "get_embedder",
     "open_store",
     "register_embedder",
+    "register_store",
 ]
