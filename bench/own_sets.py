@@ -5,7 +5,7 @@ Usage (from the repository root, after ``pip install -e '.[local,dev]'``)::
 
     HF_HUB_OFFLINE=1 python bench/own_sets.py                    # both sets
     python bench/own_sets.py --set chat --embedder hash --json out.json
-    python bench/own_sets.py --keyword-ablations                  # each keyword rule off
+    python bench/own_sets.py --keyword-ablations                  # each keyword rule switched
     python bench/own_sets.py --fuzzy                              # the fuzzy path, simulated
 
 The sets are ``tests/data/chat_set.py`` and ``tests/data/technical_set.py``:
@@ -21,7 +21,8 @@ and metrics this reuses: recall@k = |E ∩ R[:k]| / |E|, MRR over the top 20).
 Questions are grouped as ``single`` (one evidence turn) or ``multi``.
 
 ``--keyword-ablations`` ingests and asks again with each rule of
-:data:`memchentic.text.KEYWORD_RULES` off (the rules change what the index
+:data:`memchentic.text.KEYWORD_RULES` switched (on where it is off: none is
+active by default), and all on and all off (the rules change what the index
 holds, so each variant is logged anew); ``--fuzzy`` asks with the fuzzy keyword
 path simulated bench-side (``bench/fuzzy_keywords.py``: each query word that no
 memory holds gets the store's index terms spelled nearly like it as extra
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="local", help="local (default) or hash")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     parser.add_argument("--keyword-ablations", action="store_true",
-                        help="also log and ask with each keyword rule off")  # fmt: skip
+                        help="also log and ask with each keyword rule switched")  # fmt: skip
     parser.add_argument("--fuzzy", action="store_true",
                         help="also ask with the fuzzy keyword path simulated")  # fmt: skip
     parser.add_argument("--max-questions", type=int, help="at most this many per conversation")
