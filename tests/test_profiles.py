@@ -47,9 +47,11 @@ def _notes(mem: Memory, seed: int = 0) -> None:
 
 # --- the value -------------------------------------------------------------------------
 def test_every_knob_mirrors_a_setting_and_takes_its_documented_default() -> None:
-    assert set(SETTING) == {f.name for f in fields(Knobs)}
+    """All but the knobs no setting mirrors yet (issue 33's second-stage rules)."""
+    assert set(SETTING) == {f.name for f in fields(Knobs)} - {"rerank_role_gate"}
     for name, setting in SETTING.items():
         assert getattr(Knobs(), name) == Settings.model_fields[setting].default, name
+    assert Knobs.of(Settings()).rerank_role_gate == Knobs().rerank_role_gate
 
 
 def test_knobs_are_read_from_settings_and_frozen() -> None:

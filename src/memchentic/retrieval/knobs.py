@@ -8,10 +8,11 @@ search recipes are config values)::
     from memchentic.retrieval.profiles import RRF
     mem.search("...", profile=RRF.tuned(rrf_k=30, rerank_depth=20))
 
-Each field is one setting's value (its name in :data:`SETTING`); its default is
-that setting's documented default, and :meth:`Knobs.of` reads them all from a
-:class:`~memchentic.settings.Settings`, which is how the named profiles get
-theirs: the ``SEARCH_*`` settings keep tuning them (DESIGN section 11).
+Each field but the newest is one setting's value (its name in :data:`SETTING`);
+its default is that setting's documented default, and :meth:`Knobs.of` reads
+them all from a :class:`~memchentic.settings.Settings`, which is how the named
+profiles get theirs: the ``SEARCH_*`` settings keep tuning them (DESIGN section
+11). A knob no setting mirrors yet keeps its default there.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ __all__ = ["SETTING", "Knobs"]
 def _knob(setting: str) -> Any:
     """A field that mirrors ``setting``: its default and (in ``metadata``) its name."""
     return field(default=Settings.model_fields[setting].default, metadata={"setting": setting})
+
+
+def _own(default: Any) -> Any:
+    """A field no setting mirrors (yet): a profile sets it, :meth:`Knobs.of` keeps
+    its default."""
+    return field(default=default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +103,13 @@ class Knobs:
     rerank_phrase: float = _knob("search_rerank_phrase_weight")
     rerank_entities: float = _knob("search_rerank_entity_weight")
     rerank_answer: float = _knob("search_rerank_answer_weight")
+    #: In a chat between a user and an assistant (memories whose speaker is a chat
+    #: role, ``cues.ROLE_PERSONS``), when the query speaks of one of them (the
+    #: speaker cue: "what did *I* say"), the word signals of the other role's
+    #: turns count this much (1 = as much, 0 = not at all): a reply that restates
+    #: the user's words is not evidence of what the user said or did. (No setting
+    #: mirrors it yet: a profile sets it.)
+    rerank_role_gate: float = _own(0.0)
     #: Whether a plugged reranker (``Memory(reranker=...)``) reorders the first
     #: ``limit x fetch_multiplier`` (MEMORY_RERANKER_ENABLED).
     reranker: bool = _knob("memory_reranker_enabled")
@@ -120,5 +134,5 @@ class Knobs:
         }
 
 
-#: Each knob -> the setting it mirrors.
-SETTING: dict[str, str] = {f.name: f.metadata["setting"] for f in fields(Knobs)}
+#: Each knob that mirrors a setting -> that setting.
+SETTING: dict[str, str] = {f.name: f.metadata["setting"] for f in fields(Knobs) if f.metadata}

@@ -398,7 +398,8 @@ def _second_stage(
     """The first ``depth`` of ``ranked`` (best first) reordered by the second
     stage's signals (``rerank.SIGNALS``); the rest after them, as they were."""
     head = ranked[:depth]
-    rerank.rescore(head, rerank.query_cues(req.query), knobs.rerank_weights())
+    rerank.rescore(head, rerank.query_cues(req.query), knobs.rerank_weights(),
+                   role_gate=knobs.rerank_role_gate)  # fmt: skip
     head.sort(key=lambda c: (-c.score, c.memory.id))
     return head + ranked[depth:]
 

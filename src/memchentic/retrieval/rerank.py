@@ -21,6 +21,12 @@ under its name (:data:`SIGNALS`):
   the memory states (a person, a place, a time or date, a number): 1 when it
   states that kind of thing, 0 when it does not or the question has no type.
 
+In a chat between a user and an assistant (memories whose speaker is a chat
+role), a query that speaks of one of them ("what did *I* say": the speaker cue)
+leaves the word signals of the other role's turns out (``role_gate``, a knob
+of the profile): a reply that restates the user's words is not evidence of
+what the user said, and a long one holds many of them by chance.
+
 Words are compared after a light suffix folding (:func:`fold`), the same on
 both sides; a query word weighs its IDF among the candidates the stage
 reorders (:func:`local_idf`): what tells them apart, read from nothing the
@@ -36,13 +42,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 from ..text import STOPWORDS, idf
-from .cues import MONTHS, speaker_of
+from .cues import MONTHS, ROLE_PERSONS, speaker_of
 from .profiles import Candidate
 
 __all__ = [
     "ANSWER_KINDS",
     "SIGNALS",
     "WINDOW",
+    "WORD_SIGNALS",
     "DocText",
     "QueryCues",
     "answer",
@@ -328,16 +335,27 @@ SIGNALS: dict[str, tuple[Signal, str]] = {
 }
 
 
+#: The signals that read the query's words in the memory's text (the role gate's).
+WORD_SIGNALS = frozenset({"coverage", "proximity", "phrase"})
+
+
 def factors(
-    doc: DocText, q: QueryCues, weights: Mapping[str, float], names: Set[str] | None = None
+    doc: DocText,
+    q: QueryCues,
+    weights: Mapping[str, float],
+    names: Set[str] | None = None,
+    scale: float = 1.0,
 ) -> dict[str, float]:
     """Each signal's factor ``1 + weight x signal`` (exactly 1 at weight 0),
-    under the trace key ``rerank_<name>``; ``names`` limits them."""
+    under the trace key ``rerank_<name>``; ``names`` limits them. ``scale``
+    multiplies the word signals (:data:`WORD_SIGNALS`)."""
     out: dict[str, float] = {}
     for name, (fn, _) in SIGNALS.items():
         if names is not None and name not in names:
             continue
         w = weights.get(name, 0.0)
+        if w > 0 and name in WORD_SIGNALS:
+            w *= scale
         out[f"rerank_{name}"] = 1.0 + w * fn(doc, q) if w > 0 else 1.0
     return out
 
@@ -356,7 +374,30 @@ def local_idf(terms: Iterable[str], docs: Sequence[DocText]) -> dict[str, float]
     return {t: idf(sum(1 for have in present if t in have), max(len(docs), 1)) for t in set(terms)}
 
 
-def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float]) -> None:
+def _speaks_as_role(cand: Candidate) -> bool:
+    """Whether the memory's speaker is a chat role (``user``, ``assistant``)."""
+    speaker = speaker_of(cand.memory.content, cand.memory.metadata)
+    return speaker is not None and speaker.lower() in ROLE_PERSONS
+
+
+def _gated(head: Sequence[Candidate], scales: list[float], gate: float) -> list[float]:
+    """``scales`` with the role gate: when the speaker cue applies to a chat-role
+    memory of ``head``, the other chat-role memories' word signals times ``gate``."""
+    roles = [_speaks_as_role(c) for c in head]
+    named = [c.trace.get("speaker", 1.0) > 1.0 for c in head]
+    if not any(r and n for r, n in zip(roles, named, strict=True)):
+        return scales
+    return [s * gate if r and not n else s
+            for s, r, n in zip(scales, roles, named, strict=True)]  # fmt: skip
+
+
+def rescore(
+    head: Sequence[Candidate],
+    q: QueryCues,
+    weights: Mapping[str, float],
+    *,
+    role_gate: float = 1.0,
+) -> None:
     """The stage on the first candidates: each one's score times its factors,
     the factors and the first stage's score (``first_stage_score``) in its trace.
     The caller sorts. Query words weigh their :func:`local_idf` among ``head``
@@ -365,7 +406,10 @@ def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float
     The people who speak in the candidates are the speaker cue's business, not
     the entities signal's: a question naming one of two people in a chat is
     about what that person said, and the other one's turns that call them by
-    name are not closer for it; so their names leave the query's entities."""
+    name are not closer for it; so their names leave the query's entities.
+    ``role_gate``: the word signals (:data:`WORD_SIGNALS`) of the chat role the
+    query does not speak of count this much, when it speaks of the other
+    (:func:`_gated`; 1: as much)."""
     docs = []
     for cand in head:
         m = cand.memory
@@ -376,8 +420,11 @@ def rescore(head: Sequence[Candidate], q: QueryCues, weights: Mapping[str, float
     speakers = frozenset().union(*(doc.speaker for doc in docs))
     if q.entities & speakers:
         q = replace(q, entities=q.entities - speakers)
-    for cand, doc in zip(head, docs, strict=True):
-        parts = factors(doc, q, weights)
+    scales = [1.0] * len(head)
+    if role_gate != 1.0:
+        scales = _gated(head, scales, role_gate)
+    for cand, doc, scale in zip(head, docs, scales, strict=True):
+        parts = factors(doc, q, weights, scale=scale)
         cand.trace["first_stage_score"] = cand.score
         cand.trace.update(parts)
         for value in parts.values():
