@@ -3,8 +3,9 @@ are split into their words (camelCase, PascalCase; the tokenizers already split
 snake_case, kebab-case and dotted paths) and elongated words get their plain
 forms ("sooo" -> "so"), on both sides and on both backends, keeping every
 original token so that text indexed without a rule still matches. The rules are
-declared and measured, not yet active by default (``text.ACTIVE_KEYWORD_RULES``):
-each test here switches them on."""
+declared and measured; ``identifiers`` is active by default
+(``text.ACTIVE_KEYWORD_RULES``, recorded by each store: tests/test_keyword_rules_store.py);
+each test here switches them all on."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ DEFAULT_RULES = text.ACTIVE_KEYWORD_RULES
 
 @pytest.fixture(autouse=True)
 def rules_off() -> Iterator[Callable[..., None]]:
-    """Every rule active in each test (none is by default, see
+    """Every rule active in each test (only ``identifiers`` is by default, see
     ``text.ACTIVE_KEYWORD_RULES``); ``rules_off(*rules)`` switches those off."""
     saved = text.ACTIVE_KEYWORD_RULES
     text.ACTIVE_KEYWORD_RULES = frozenset(text.KEYWORD_RULES)
@@ -40,12 +41,11 @@ def rules_off() -> Iterator[Callable[..., None]]:
     text.ACTIVE_KEYWORD_RULES = saved
 
 
-def test_no_rule_is_active_by_default_so_stores_index_as_before(
-    rules_off: Callable[..., None],
-):
-    """Until a store records its rules and old indexes are rebuilt (a memory's
-    entries are deleted by analysing its text again), keyword text is unchanged."""
-    assert not DEFAULT_RULES
+def test_identifiers_is_the_rule_active_by_default(rules_off: Callable[..., None]):
+    """Stores record their rules and old indexes are rebuilt (migration 13), so the
+    rule that wins (identifiers) is on by default; with no rule, keyword text is
+    unchanged."""
+    assert frozenset({"identifiers"}) == DEFAULT_RULES
     rules_off(*text.KEYWORD_RULES)
     said = "loadUserProfile was sooo slow"
     assert keyword_text(said) is said

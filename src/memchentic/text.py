@@ -227,14 +227,17 @@ def _bigrams(match: re.Match[str]) -> str:
 #:   and the form nobody writes matches nothing.
 KEYWORD_RULES = ("identifiers", "elongations")
 
-#: The rules :func:`keyword_text` applies: none yet. A store's keyword index must
-#: be read with the rules it was written with (SQLite's triggers delete a
-#: memory's entries by analysing its text again; other entries than were written
-#: leave the FTS5 index malformed), so a rule is switched on only with the
-#: migration that rebuilds existing indexes and a store that records its rules,
-#: as it records its ``keyword_language``. Benchmarks set it before any store is
-#: opened (``bench/keyword_rules.py``); figures in docs/retrieval-quality.md.
-ACTIVE_KEYWORD_RULES: frozenset[str] = frozenset()
+#: The rules :func:`keyword_text` applies by default: ``identifiers`` (it wins on
+#: the technical set and changes nothing on LoCoMo or LongMemEval; figures in
+#: docs/retrieval-quality.md). A store's keyword index must be read with the rules
+#: it was written with (SQLite's triggers delete a memory's entries by analysing
+#: its text again; other entries than were written leave the FTS5 index
+#: malformed), so a store records its rules as it records its
+#: ``keyword_language`` and passes them to every call (``store.keywords
+#: .bind_rules``): a new store takes these, an existing one adopts them through
+#: the migration ``m013_keyword_rules``, which rebuilds its index. Benchmarks set
+#: it before any store is opened (``bench/keyword_rules.py``).
+ACTIVE_KEYWORD_RULES: frozenset[str] = frozenset({"identifiers"})
 
 #: A token (ASCII letters, digits, ``_``) with a lower-case letter or digit
 #: before a capital, or a capital run before a capitalised word: camelCase,
@@ -315,9 +318,9 @@ def keyword_text(text: str, language: str = "english", rules: frozenset[str] | N
     another ``language`` than English each other word becomes its snowball stem
     in that language, lower-cased (the index's own English stemmer then reads
     the stems, on both sides alike). Text no rule applies to, without CJK, is
-    returned unchanged (the same string) in English; no rule is active by
-    default (:data:`ACTIVE_KEYWORD_RULES`, which ``rules`` replaces: a store passes
-    the rules its index was written with), so English stores index as before."""
+    returned unchanged (the same string) in English. ``rules`` replaces the
+    default rules (:data:`ACTIVE_KEYWORD_RULES`): a store passes the rules its
+    index was written with."""
     if not text:
         return text
     rules = ACTIVE_KEYWORD_RULES if rules is None else rules

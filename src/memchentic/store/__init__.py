@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ..errors import ValidationError
 from ..settings import Settings
 from .base import MemoryFilter, Store, StoreStats
-from .keywords import Budgets, bind_language
+from .keywords import Budgets, bind_language, bind_rules
 
 #: Builds a store from its location (the whole path or URL) and the settings.
 StoreFactory = Callable[[str, Settings], Store]
@@ -53,6 +53,7 @@ def open_store(location: str, settings: Settings) -> Store:
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
     store = factory(location, settings)
     bind_language(store, settings.keyword_language)  # before any memory is written
+    bind_rules(store)
     return store
 
 

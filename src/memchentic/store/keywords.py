@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from .. import text
 from ..errors import ValidationError
 from .filters import MemoryFilter
 
@@ -37,6 +38,11 @@ class SearchBudgets:
     #: The language the keyword index stems in (``KEYWORD_LANGUAGE``, recorded in
     #: the store's meta; :func:`bind_language`). English unless set.
     keyword_language: str = "english"
+    #: The keyword rules (:data:`memchentic.text.KEYWORD_RULES`) the keyword index
+    #: was written with (recorded in the store's meta; :func:`bind_rules`): every
+    #: keyword text of the store, on both sides, is read with them; none until
+    #: bound: a store indexed before rules existed.
+    keyword_rules: frozenset[str] = frozenset()
 
 
 class Budgets(TypedDict):
@@ -121,7 +127,9 @@ def carry_language(source: Any, target: Any) -> None:
     target stems as the source does. A target without memories takes the
     source's language; one holding memories stemmed in another language is
     refused (a :class:`ValidationError` naming ``keyword_language``), nothing
-    copied."""
+    copied. A target without memories also takes the source's keyword rules
+    (:func:`adopt_rules`); one holding memories keeps its own (its index is read
+    as it was written, whatever it is copied from)."""
     wanted = getattr(source, "keyword_language", "english")
     if not adopt_language(target, wanted):
         raise ValidationError(
@@ -129,6 +137,7 @@ def carry_language(source: Any, target: Any) -> None:
             f"the target's keyword index stems in {target.keyword_language}, the "
             f"source's in {wanted}: copy into a new store (nothing was copied)",
         )
+    adopt_rules(target, getattr(source, "keyword_rules", frozenset()))
 
 
 def adopt_language(target: Any, wanted: str) -> bool:
@@ -145,3 +154,53 @@ def adopt_language(target: Any, wanted: str) -> bool:
     target.keyword_language = wanted
     return True
 
+
+#: The meta key of the keyword rules a store's index is written with.
+RULES_KEY = "keyword_rules"
+
+
+def rules_value(rules: frozenset[str]) -> str:
+    """``rules`` as the meta records them: their names, sorted, joined by commas
+    (``""``: none)."""
+    return ",".join(sorted(rules))
+
+
+def parse_rules(value: str | None) -> frozenset[str]:
+    """The rules a meta value records (:func:`rules_value`); none for None."""
+    return frozenset(name for name in (value or "").split(",") if name)
+
+
+def bind_rules(store: Any) -> frozenset[str]:
+    """The keyword rules ``store``'s index is written with, set on it: the ones its
+    meta records; a store without a record records the default rules
+    (:data:`memchentic.text.ACTIVE_KEYWORD_RULES`) when it holds no memory yet (a
+    new store), none otherwise (it was indexed before rules existed; the
+    migration ``m013_keyword_rules`` gives the built-in backends a record). A store
+    keeps its rules: its index holds what they gave."""
+    recorded = store.get_meta(RULES_KEY)
+    if recorded is None:
+        with store.write():
+            recorded = store.get_meta(RULES_KEY)
+            if recorded is None:
+                everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
+                empty = next(iter(store.iter_memories(everything, batch=1)), None) is None
+                recorded = rules_value(text.ACTIVE_KEYWORD_RULES if empty else frozenset())
+                store.set_meta(RULES_KEY, recorded)
+    store.keyword_rules = parse_rules(recorded)
+    return frozenset(store.keyword_rules)
+
+
+def adopt_rules(target: Any, wanted: frozenset[str]) -> bool:
+    """Make ``target``'s index use the keyword rules ``wanted`` when it holds no
+    memory yet (a copy into a new store, as :func:`adopt_language`). Whether
+    ``target`` now uses them: False when it holds memories written with other
+    rules (left as it is: its index stays read as it was written)."""
+    if getattr(target, "keyword_rules", frozenset()) == wanted:
+        return True
+    everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
+    with target.write():
+        if target.count(everything):
+            return False
+        target.set_meta(RULES_KEY, rules_value(wanted))
+    target.keyword_rules = frozenset(wanted)
+    return True

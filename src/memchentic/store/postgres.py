@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import StoreError
 from ..record import MemoryRecord
 from .base import MemoryFilter, RankRow
-from .keywords import LANGUAGE_KEY
+from .keywords import LANGUAGE_KEY, RULES_KEY, parse_rules
 from .postgres_check import PostgresCheck
 from .postgres_connect import open_location
 from .postgres_extra import PostgresExtras
@@ -70,6 +70,7 @@ class PostgresStore(PostgresSearch, PostgresExtras, PostgresCheck, SqlStore):
         self._connect(location)
         # the language its keyword index stems in (a store made before issue 34: English)
         self.keyword_language = self.get_meta(LANGUAGE_KEY) or "english"
+        self.keyword_rules = parse_rules(self.get_meta(RULES_KEY))  # its index's rules
 
     def _tsv_sql(self) -> str:
         cfg = f"'{self._ts_config_literal}'"
@@ -100,7 +101,7 @@ class PostgresStore(PostgresSearch, PostgresExtras, PostgresCheck, SqlStore):
             f"({_ENTITY_SQL}) AS names (e)"
         )
         rows = [
-            (*record_params(record), *tsv_params(record, self.keyword_language),
+            (*record_params(record), *tsv_params(record, self.keyword_language, self.keyword_rules),
              np.asarray(vector, dtype=np.float32), _entity_names(record.entities))
             for record, vector in items
         ]  # fmt: skip
@@ -115,7 +116,11 @@ class PostgresStore(PostgresSearch, PostgresExtras, PostgresCheck, SqlStore):
             row = conn.execute(
                 f"UPDATE memories SET {assignments}, tsv = {self._tsv_sql()} "
                 f"WHERE id = %s RETURNING key",
-                (*record_params(record)[1:], *tsv_params(record, self.keyword_language), record.id),
+                (
+                    *record_params(record)[1:],
+                    *tsv_params(record, self.keyword_language, self.keyword_rules),
+                    record.id,
+                ),
             ).fetchone()
             if row is None:
                 raise StoreError(f"cannot update a missing memory: {record.id}")

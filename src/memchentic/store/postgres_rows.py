@@ -46,13 +46,16 @@ def utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
 
 
-def index_text(text: str | None, language: str = "english") -> str:
+def index_text(
+    text: str | None, language: str = "english", rules: frozenset[str] | None = None
+) -> str:
     """Text as the keyword index reads it: the words the query side sees
     (:func:`memchentic.text.query_words` splits on the same ``\\w+``),
     so file names, e-mail addresses and combining marks tokenise alike on both
     sides instead of as the PostgreSQL parser's compound tokens; CJK runs as
-    their bigrams (:func:`memchentic.text.keyword_text`)."""
-    return " ".join(_WORD.findall(keyword_text(text, language))) if text else ""
+    their bigrams and the words of the keyword ``rules`` (the store's;
+    :func:`memchentic.text.keyword_text`)."""
+    return " ".join(_WORD.findall(keyword_text(text, language, rules))) if text else ""
 
 
 def record_params(record: MemoryRecord) -> tuple[Any, ...]:
@@ -72,13 +75,15 @@ def record_params(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(values[c] for c in COLUMNS)
 
 
-def tsv_params(record: MemoryRecord, language: str = "english") -> tuple[str, str, str]:
+def tsv_params(
+    record: MemoryRecord, language: str = "english", rules: frozenset[str] | None = None
+) -> tuple[str, str, str]:
     """The title, body and tag text of a record's keyword entry (stemmed in the
-    store's keyword ``language`` when it is not English)."""
+    store's keyword ``language`` when it is not English, with its keyword ``rules``)."""
     return (
-        index_text(record.title, language),
-        index_text(record.content, language),
-        index_text(" ".join(record.tags), language),
+        index_text(record.title, language, rules),
+        index_text(record.content, language, rules),
+        index_text(" ".join(record.tags), language, rules),
     )
 
 

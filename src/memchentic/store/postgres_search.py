@@ -210,9 +210,7 @@ class PostgresSearch(SearchBudgets, PgConnections):
             return [[] for _ in range(len(queries))]
         return self._similar_many(queries, k, min_cosine)
 
-    def _similar_many(
-        self, queries: np.ndarray, k: int, min_cosine: float
-    ) -> list[list[Similar]]:
+    def _similar_many(self, queries: np.ndarray, k: int, min_cosine: float) -> list[list[Similar]]:
         dimension, total = self._vector_state()
         size = int(queries.shape[1])
         cast = f"vector({size})"
@@ -296,7 +294,9 @@ class PostgresSearch(SearchBudgets, PgConnections):
 
     # --- keywords -----------------------------------------------------------------------
     def index_terms(self, text: str) -> list[str]:
-        words = query_words(text, max_words=10_000, language=self.keyword_language)
+        words = query_words(
+            text, max_words=10_000, language=self.keyword_language, rules=self.keyword_rules
+        )
         return [term for _, term in self._stems(words)]
 
     def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
@@ -395,7 +395,9 @@ class PostgresSearch(SearchBudgets, PgConnections):
         return {t: int(n) for t, n in zip(terms, row, strict=True) if n}, total
 
     def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
-        return self._stems_and_freqs(query_words(query, language=self.keyword_language))
+        return self._stems_and_freqs(
+            query_words(query, language=self.keyword_language, rules=self.keyword_rules)
+        )
 
     def _weights(self) -> list[float]:
         """ts_rank weights {D, C, B, A}: tags (C) and body (B) alike, the title above."""
@@ -423,7 +425,7 @@ class PostgresSearch(SearchBudgets, PgConnections):
         cond, params = where(flt)
         if k <= 0 or cond == "FALSE":
             return []
-        words = query_words(query, language=self.keyword_language)
+        words = query_words(query, language=self.keyword_language, rules=self.keyword_rules)
         source = "memories"
         if flt.isolated:  # statistics of the rows the caller can see
             pairs = self._stems(words)
@@ -513,4 +515,3 @@ class PostgresSearch(SearchBudgets, PgConnections):
             "FROM memories)",
             [rows, matches - 1, matches],
         )
-

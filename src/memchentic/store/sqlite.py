@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import text
 from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
 from ..text import keyword_text
 from .base import RankRow
-from .keywords import LANGUAGE_KEY
+from .keywords import LANGUAGE_KEY, RULES_KEY, parse_rules
 from .migrations.sqlite import KEYWORD_FUNCTION, MIGRATIONS, TOKENIZER, migrate
 from .sql_store import SqlStore
 from .sqlite_check import SQLiteCheck
@@ -111,6 +112,7 @@ class SQLiteStore(SQLiteSearch, SQLiteExtras, SQLiteCheck, SqlStore):
         self._open()
         # the language its keyword index stems in (a store made before issue 34: English)
         self.keyword_language = self.get_meta(LANGUAGE_KEY) or "english"
+        self.keyword_rules = parse_rules(self.get_meta(RULES_KEY))  # its index's rules
         store_leftovers(self.path)
         self.statement_timeout = float(statement_timeout)
         with self._conns_lock:
@@ -165,8 +167,11 @@ class SQLiteStore(SQLiteSearch, SQLiteExtras, SQLiteCheck, SqlStore):
 
     def _keyword_sql(self, text: Any) -> Any:
         """``memchentic_keywords(text)``: :func:`~memchentic.text.keyword_text` in the
-        store's keyword language (NULL and non-text values pass through)."""
-        return keyword_text(text, self.keyword_language) if isinstance(text, str) else text
+        store's keyword language with its keyword rules (NULL and non-text values
+        pass through)."""
+        if not isinstance(text, str):
+            return text
+        return keyword_text(text, self.keyword_language, self.keyword_rules)
 
     def _checkpoint_connection(self) -> sqlite3.Connection:
         """The checkpoint thread's connection (it runs nothing else)."""
@@ -206,6 +211,15 @@ class SQLiteStore(SQLiteSearch, SQLiteExtras, SQLiteCheck, SqlStore):
         if "meta" in tables and self.get_meta("app") != APP_ID:
             raise NotAStoreError(f"{self.path} is not a memchentic store")
         with self.write():
+            # The steps that rebuild the keyword index (m011, m013) read the memories
+            # through memchentic_keywords: in the recorded language, with the recorded
+            # rules or, for a store without a record, the default ones m013 records.
+            meta = "meta" in tables
+            self.keyword_language = (self.get_meta(LANGUAGE_KEY) if meta else None) or "english"
+            recorded = self.get_meta(RULES_KEY) if meta else None
+            self.keyword_rules = (
+                text.ACTIVE_KEYWORD_RULES if recorded is None else parse_rules(recorded)
+            )
             migrate(conn, self.location)
             if self.get_meta("app") is None:
                 self.set_meta("app", APP_ID)

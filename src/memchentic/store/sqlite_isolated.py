@@ -53,7 +53,9 @@ class SQLiteIsolated(SearchBudgets):
         """BM25 over the visible rows only: document frequencies, document count and
         average length all come from rows passing ``flt``. At most ``common_window``
         matching rows (the newest) are ranked."""
-        pairs = self._stems(query_words(query, language=self.keyword_language))
+        pairs = self._stems(
+            query_words(query, language=self.keyword_language, rules=self.keyword_rules)
+        )
         if not pairs or k <= 0:
             return []
         cond, params = where(flt)
@@ -113,9 +115,11 @@ class SQLiteIsolated(SearchBudgets):
         for word, term in pairs:
             wanted.setdefault(word, set()).add(term)
         # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
-        language = self.keyword_language
-        words = [set(_WORD.findall(keyword_text(f"{title} {content} {tags}", language).lower()))
-                 for _, _, title, content, tags in found]  # fmt: skip
+        language, rules = self.keyword_language, self.keyword_rules
+        words = [
+            set(_WORD.findall(keyword_text(f"{title} {content} {tags}", language, rules).lower()))
+            for _, _, title, content, tags in found
+        ]
         vocabulary = sorted(set().union(*words)) if words else []
         stems: dict[str, set[str]] = {}
         for start in range(0, len(vocabulary), 5000):
@@ -139,9 +143,10 @@ class SQLiteIsolated(SearchBudgets):
     ) -> list[tuple[dict[str, float], int]]:
         """Index terms of each row with their weighted counts (title weighted), and
         each row's length in words; one tokenizer pass for all the rows' words."""
-        language = self.keyword_language
+        language, rules = self.keyword_language, self.keyword_rules
         split = [
-            [_WORD.findall(keyword_text(text, language).lower()) for text in row] for row in rows
+            [_WORD.findall(keyword_text(text, language, rules).lower()) for text in row]
+            for row in rows
         ]
         vocabulary = sorted({w for fields in split for words in fields for w in words})
         stems: dict[str, str] = {}

@@ -223,7 +223,9 @@ class SQLiteSearch(SQLiteIsolated):
 
     # --- keywords -------------------------------------------------------------------
     def index_terms(self, text: str) -> list[str]:
-        words = query_words(text, max_words=10_000, language=self.keyword_language)
+        words = query_words(
+            text, max_words=10_000, language=self.keyword_language, rules=self.keyword_rules
+        )
         return [term for _, term in self._stems(words)]
 
     def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
@@ -305,7 +307,9 @@ class SQLiteSearch(SQLiteIsolated):
         return count
 
     def term_stats(self, query: str) -> tuple[list[tuple[str, str]], dict[str, int], int]:
-        pairs = self._stems(query_words(query, language=self.keyword_language))
+        pairs = self._stems(
+            query_words(query, language=self.keyword_language, rules=self.keyword_rules)
+        )
         freqs = self._doc_freqs(sorted({t for _, t in pairs}))
         total = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
         return pairs, freqs, total
@@ -334,7 +338,9 @@ class SQLiteSearch(SQLiteIsolated):
         """
         if flt.isolated:  # untrusted caller: statistics of the visible rows only
             return self._keyword_isolated(query, k, flt)
-        pairs = self._stems(query_words(query, language=self.keyword_language))
+        pairs = self._stems(
+            query_words(query, language=self.keyword_language, rules=self.keyword_rules)
+        )
         if not pairs or k <= 0:
             return []
         freqs = self._doc_freqs(sorted({t for _, t in pairs}))

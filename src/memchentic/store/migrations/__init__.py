@@ -35,6 +35,7 @@ STEPS: tuple[str, ...] = (
     "m010_invitation_names",
     "m011_keyword_analysis",
     "m012_access_keys",
+    "m013_keyword_rules",
 )
 
 

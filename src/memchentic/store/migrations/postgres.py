@@ -314,6 +314,27 @@ def m010_invitation_names(conn: Any) -> None:
     conn.execute("CREATE INDEX ix_invitations_inviter ON invitations (invited_by)")
 
 
+#: A row's keyword entry from its title ``a``, body ``b`` and tags ``t`` in the
+#: text search configuration ``c`` (as ``PostgresStore._tsv_sql``).
+_TSV = (
+    "setweight(to_tsvector(%(c)s::regconfig, %(a)s), 'A') "
+    "|| setweight(to_tsvector(%(c)s::regconfig, %(b)s), 'B') "
+    "|| setweight(to_tsvector(%(c)s::regconfig, %(t)s), 'C')"
+)
+
+
+def _ts_config(conn: Any) -> str:
+    """The store's text search configuration, schema-qualified."""
+    return str(
+        conn.execute(
+            "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.cfgname) "
+            "FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace "
+            "WHERE c.cfgname = %s AND n.nspname = current_schema()",
+            (TS_CONFIG,),
+        ).fetchone()[0]
+    )
+
+
 def m011_keyword_analysis(conn: Any) -> None:
     """The keyword entries of memories with CJK text are written again from the text
     as :func:`memchentic.text.keyword_text` gives it (CJK runs as overlapping
@@ -323,17 +344,8 @@ def m011_keyword_analysis(conn: Any) -> None:
     (their triggers, then one fold)."""
     from ..postgres_rows import index_text  # the store's own writer of keyword text
 
-    config = conn.execute(
-        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.cfgname) "
-        "FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace "
-        "WHERE c.cfgname = %s AND n.nspname = current_schema()",
-        (TS_CONFIG,),
-    ).fetchone()[0]
-    tsv = (
-        "setweight(to_tsvector(%(c)s::regconfig, %(a)s), 'A') "
-        "|| setweight(to_tsvector(%(c)s::regconfig, %(b)s), 'B') "
-        "|| setweight(to_tsvector(%(c)s::regconfig, %(t)s), 'C')"
-    )
+    config = _ts_config(conn)
+    none: frozenset[str] = frozenset()  # the rules of the day (none)
     last = 0
     while True:
         rows = conn.execute(
@@ -346,12 +358,12 @@ def m011_keyword_analysis(conn: Any) -> None:
             break
         for key, title, content, tags in rows:
             conn.execute(
-                f"UPDATE memories SET tsv = {tsv} WHERE key = %(k)s",
+                f"UPDATE memories SET tsv = {_TSV} WHERE key = %(k)s",
                 {
                     "c": config,
-                    "a": index_text(title),
-                    "b": index_text(content),
-                    "t": index_text(" ".join(tags or [])),
+                    "a": index_text(title, rules=none),
+                    "b": index_text(content, rules=none),
+                    "t": index_text(" ".join(tags or []), rules=none),
                     "k": key,
                 },
             )
@@ -381,6 +393,59 @@ def m012_access_keys(conn: Any) -> None:
         "CREATE INDEX IF NOT EXISTS ix_console_sessions_key ON console_sessions (key_digest)"
     )
     move_access_rows(conn.execute, "%s", bool)
+
+
+#: Rows a keyword rule may change hold this (a case-sensitive POSIX regular
+#: expression): a superset of the tokens :func:`memchentic.text.keyword_text`'s
+#: rule rewrites.
+RULE_ROWS = {
+    "identifiers": "[a-z0-9][A-Z]|[A-Z]{2}[a-z]",  # text._CAMEL's condition
+    "elongations": r"([[:alpha:]])\1\1",  # text._RUN
+}
+
+
+def m013_keyword_rules(conn: Any) -> None:
+    """The store records the keyword rules its index is written with (meta
+    ``keyword_rules``; issue 33, item 4) and adopts the default ones
+    (:data:`memchentic.text.ACTIVE_KEYWORD_RULES`). The keyword entries of the
+    rows the rules change are written again, as :func:`m011_keyword_analysis` did
+    for CJK: only rows that may hold what a rule rewrites (:data:`RULE_ROWS`) are
+    read, in key order, and those whose text the rules change rewritten, in the
+    store's recorded language; the term counts follow."""
+    from ...text import ACTIVE_KEYWORD_RULES
+    from ..keywords import LANGUAGE_KEY, RULES_KEY, rules_value
+    from ..postgres_rows import index_text
+
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (LANGUAGE_KEY,)).fetchone()
+    language, rules = (row[0] if row else "english"), ACTIVE_KEYWORD_RULES
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        (RULES_KEY, rules_value(rules)),
+    )
+    patterns = [RULE_ROWS[name] for name in sorted(rules) if name in RULE_ROWS]
+    if not patterns:
+        return
+    config, last = _ts_config(conn), 0
+    condition = " OR ".join(["concat(title, ' ', content, ' ', tags::text) ~ %s"] * len(patterns))
+    while True:
+        rows = conn.execute(
+            f"SELECT key, title, content, tags FROM memories "
+            f"WHERE key > %s AND ({condition}) ORDER BY key LIMIT 1000",
+            (last, *patterns),
+        ).fetchall()
+        if not rows:
+            break
+        for key, title, content, tags in rows:
+            texts = (title, content, " ".join(tags or []))
+            new = [index_text(text, language, rules) for text in texts]
+            if new != [index_text(text, language, frozenset()) for text in texts]:
+                conn.execute(
+                    f"UPDATE memories SET tsv = {_TSV} WHERE key = %(k)s",
+                    {"c": config, "a": new[0], "b": new[1], "t": new[2], "k": key},
+                )
+        last = rows[-1][0]
+    conn.execute("SELECT memchentic_flush_terms()")
 
 
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())

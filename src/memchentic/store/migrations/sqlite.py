@@ -385,6 +385,27 @@ def m012_access_keys(conn: sqlite3.Connection) -> None:
     move_access_rows(conn.execute, "?", int)
 
 
+def m013_keyword_rules(conn: sqlite3.Connection) -> None:
+    """The store records the keyword rules its index is written with (meta
+    ``keyword_rules``; issue 33, item 4) and adopts the default ones
+    (:data:`memchentic.text.ACTIVE_KEYWORD_RULES`), its index rebuilt with them.
+
+    Triggers delete a memory's entries by analysing its text again, so an index
+    read with other rules than it was written with is left malformed. The rebuild
+    reads the memories through ``memchentic_keywords``, which ``SQLiteStore._open``
+    gives these rules before the steps run (a store without recorded rules takes
+    the default ones), in the store's recorded language."""
+    from ...text import ACTIVE_KEYWORD_RULES
+    from ..keywords import RULES_KEY, rules_value
+
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (RULES_KEY, rules_value(ACTIVE_KEYWORD_RULES)),
+    )
+    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())
 
 
