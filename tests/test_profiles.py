@@ -47,8 +47,7 @@ def _notes(mem: Memory, seed: int = 0) -> None:
 
 # --- the value -------------------------------------------------------------------------
 def test_every_knob_mirrors_a_setting_and_takes_its_documented_default() -> None:
-    """All but the knobs no setting mirrors yet (issue 33's second-stage rules)."""
-    assert set(SETTING) == {f.name for f in fields(Knobs)} - {"rerank_role_gate"}
+    assert set(SETTING) == {f.name for f in fields(Knobs)}
     for name, setting in SETTING.items():
         assert getattr(Knobs(), name) == Settings.model_fields[setting].default, name
     assert Knobs.of(Settings()).rerank_role_gate == Knobs().rerank_role_gate

@@ -204,7 +204,7 @@ class Settings(BaseSettings):
     )
     search_rerank_depth: int = _env(
         "SEARCH_RERANK_DEPTH",
-        10,
+        20,
         "Candidates the second stage reorders (the first N, any limit).",
         ge=1,
     )
@@ -228,6 +228,12 @@ class Settings(BaseSettings):
         "SEARCH_RERANK_ANSWER_WEIGHT", 0.1,
         "rerank_answer = 1 + this when the memory states what the question asks for (who, "
         "where, when, how many).", ge=0,
+    )  # fmt: skip
+    search_rerank_role_gate: float = _env(
+        "SEARCH_RERANK_ROLE_GATE", 0.0,
+        "Second stage, in a user/assistant chat: when the query speaks of one role ('what did "
+        "I say'), the word signals of the other role's turns count this much (0 = not at "
+        "all, 1 = as much).", ge=0, le=1,
     )  # fmt: skip
     search_candidate_floor: int = _env(
         "SEARCH_CANDIDATE_FLOOR",

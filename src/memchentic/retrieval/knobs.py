@@ -30,12 +30,6 @@ def _knob(setting: str) -> Any:
     return field(default=Settings.model_fields[setting].default, metadata={"setting": setting})
 
 
-def _own(default: Any) -> Any:
-    """A field no setting mirrors (yet): a profile sets it, :meth:`Knobs.of` keeps
-    its default."""
-    return field(default=default)
-
-
 @dataclass(frozen=True, slots=True)
 class Knobs:
     """The ranking parameters of one profile: candidates, fusion, cues, the query
@@ -107,9 +101,8 @@ class Knobs:
     #: role, ``cues.ROLE_PERSONS``), when the query speaks of one of them (the
     #: speaker cue: "what did *I* say"), the word signals of the other role's
     #: turns count this much (1 = as much, 0 = not at all): a reply that restates
-    #: the user's words is not evidence of what the user said or did. (No setting
-    #: mirrors it yet: a profile sets it.)
-    rerank_role_gate: float = _own(0.0)
+    #: the user's words is not evidence of what the user said or did.
+    rerank_role_gate: float = _knob("search_rerank_role_gate")
     #: Whether a plugged reranker (``Memory(reranker=...)``) reorders the first
     #: ``limit x fetch_multiplier`` (MEMORY_RERANKER_ENABLED).
     reranker: bool = _knob("memory_reranker_enabled")
