@@ -18,7 +18,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "memchentic"
 #: Lists kept outside ``choices`` by their owner, until it names ``choices``: where,
 #: and which list (each line a pending edit of that module's owner).
 PENDING: dict[str, str] = {
-    "text.py": "KEYWORD_LANGUAGES",
 }
 
 #: Lists of words that other lists share (a namespace's kind is also user, agent, group

@@ -152,3 +152,37 @@ def test_a_copy_carries_its_sources_rules(
     assert _keyword(held, "user profile loader")[:1] == [loader.id]
     held.close()
     source.close()
+
+
+def test_a_restore_of_a_logical_backup_splits_as_its_source_did(
+    stores: Stores, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """An export names its keyword rules; importing it into a new store takes them
+    (as it takes the language), so the restored index is read as the source's was;
+    a store holding memories keeps its own; a header naming an unknown rule is
+    refused by name."""
+    import io
+
+    monkeypatch.setattr(text, "ACTIVE_KEYWORD_RULES", frozenset())
+    source = Memory(path=tmp_path / "plain.db", embedder="hash")
+    source.add(LOADER)
+    monkeypatch.undo()
+    buffer = io.StringIO()
+    source.export(buffer)
+    source.close()
+    header = buffer.getvalue().splitlines()[0]
+    assert '"keyword_rules": []' in header
+    with Memory(store=stores.location("restored"), embedder="hash") as restored:
+        assert restored.store.get_meta(RULES_KEY) == "identifiers"  # new: the default
+        assert restored.import_(io.StringIO(buffer.getvalue()), strict=True).memories == 1
+        assert restored.store.get_meta(RULES_KEY) == ""
+        assert restored.store.check()["ok"]
+    with Memory(store=stores.location("held"), embedder="hash") as held:
+        held.add("The heron fishes at the weir")
+        held.import_(io.StringIO(buffer.getvalue()))
+        assert held.store.get_meta(RULES_KEY) == "identifiers"
+    bad = buffer.getvalue().replace('"keyword_rules": []', '"keyword_rules": ["soundex"]')
+    with Memory(store=stores.location("bad"), embedder="hash") as target:
+        report = target.import_(io.StringIO(bad), strict=True)
+        assert report.memories == 0
+        assert [n for n, message in report.errors if "keyword_rules" in message] == [1]

@@ -14,6 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# the languages a store's keyword index can stem in (KEYWORD_LANGUAGE), re-exported
+from .choices import KEYWORD_LANGUAGES as KEYWORD_LANGUAGES
+
 #: English stopwords (the usual short list): dropped from keyword queries unless
 #: the query holds nothing else.
 STOPWORDS = frozenset(
@@ -178,12 +181,6 @@ CJK_RUN = re.compile(
 )
 
 
-#: The languages a store's keyword index can stem in (``KEYWORD_LANGUAGE``): the
-#: snowball stemmers of both PostgreSQL and the ``snowballstemmer`` package.
-KEYWORD_LANGUAGES = (
-    "danish", "dutch", "english", "finnish", "french", "german", "hungarian", "italian",
-    "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "turkish",
-)  # fmt: skip
 
 _STEMMERS: dict[str, Any] = {}
 _STEM_LOCK = threading.Lock()

@@ -54,7 +54,7 @@ from ..record import Edge, MemoryRecord, Turn, Version
 from ..retrieval import pipeline
 from ..retrieval.profiles import Candidate
 from ..store.base import MemoryFilter, StoreStats
-from ..store.keywords import adopt_language
+from ..store.keywords import adopt_language, adopt_rules
 from ..write.resolve import WriteContext
 from .parts import Parts
 
@@ -388,6 +388,10 @@ class Gate:
     def keyword_language(self) -> str:
         return getattr(self.parts.store, "keyword_language", "english")
 
+    @property
+    def keyword_rules(self) -> frozenset[str]:
+        return frozenset(getattr(self.parts.store, "keyword_rules", frozenset()))
+
     def _trusted(self, what: str) -> None:
         if not self.principal.trusted:
             raise ValidationError("principal", f"only the trusted local principal can {what}")
@@ -407,3 +411,7 @@ class Gate:
     def adopt_language(self, language: str) -> bool:
         self._trusted("choose the keyword language")
         return adopt_language(self.parts.store, language)
+
+    def adopt_rules(self, rules: frozenset[str]) -> bool:
+        self._trusted("choose the keyword rules")
+        return adopt_rules(self.parts.store, rules)

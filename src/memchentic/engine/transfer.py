@@ -25,7 +25,7 @@ from ..errors import MemchenticError, ValidationError
 from ..record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
 from ..reports import ImportReport
 from ..store.base import MemoryFilter
-from ..text import KEYWORD_LANGUAGES
+from ..text import KEYWORD_LANGUAGES, KEYWORD_RULES
 from ..write.secrets import effective_policy, police_record, police_value
 from ..write.statements import memory_embedding_text
 from .gate import Gate
@@ -64,6 +64,7 @@ def _lines(gate: Gate, *, vectors: bool) -> Iterator[dict[str, Any]]:
         "embedder": gate.parts.embedder.identity,
         # what the keyword index stems in: a restore into a new store stems alike
         "keyword_language": gate.keyword_language,
+        "keyword_rules": sorted(gate.keyword_rules),
         "exported_at": to_text(utcnow()),
     }
     ids: set[str] = set()
@@ -164,7 +165,14 @@ def _parse_line(number: int, text: str, gate: Gate, policy: str) -> tuple[str, A
             raise ValidationError(
                 "keyword_language", f"must be one of {', '.join(KEYWORD_LANGUAGES)}"
             )
-        return kind, language
+        rules = data.get("keyword_rules")
+        if rules is not None and (
+            not isinstance(rules, list) or not all(r in KEYWORD_RULES for r in rules)
+        ):
+            raise ValidationError(
+                "keyword_rules", f"must be a list of {', '.join(KEYWORD_RULES)}"
+            )
+        return kind, (language, None if rules is None else frozenset(rules))
     if kind == "memory":
         record = _parse_record(data.get("record"), gate)
         police_record(record, policy)  # the secret rule of any write
@@ -229,9 +237,13 @@ def import_jsonl(
             report.errors.append((number, str(exc)))
     if strict and report.errors:
         return report
-    languages = [item for kind, item in parsed if kind == "header" and item is not None]
-    if languages and gate.principal.trusted:  # a store-wide choice: the local principal's
-        gate.adopt_language(languages[0])  # a new store stems as the exported one did
+    headers = [item for kind, item in parsed if kind == "header"]
+    if headers and gate.principal.trusted:  # a store-wide choice: the local principal's
+        language, rules = headers[0]
+        if language is not None:
+            gate.adopt_language(language)  # a new store stems as the exported one did
+        if rules is not None:
+            gate.adopt_rules(rules)  # and splits words by the same rules
     with gate.write():
         for kind, item in parsed:
             if kind != "memory":
