@@ -8,7 +8,9 @@ regression of 20% in the engine's own work shows as a number. What is counted:
   SQLite store of 10,000 / 100,000 memories (the synthetic corpus of
   ``bench/search_scale.py``: Zipf-distributed words, clustered 384-d vectors);
 * ``add``: one ``Memory.add(text)`` (default write policy) on the 10k store;
-* ``add_many``: one ``Memory.add_many`` of 1,000 new texts on the 10k store.
+* ``add_many``: one ``Memory.add_many`` of 1,000 new texts on the 10k store;
+* ``add_many_keep``: the same with ``on_duplicate="keep"``, as an agent logs turns
+  (nothing resolved against the store).
 
 Vectors are given: the embedder is a lookup table of precomputed vectors, and
 even that lookup is left out of the count (below). Each store is built once,
@@ -26,7 +28,7 @@ quoted in bench/README.md) with their ratio; ``--record`` writes the new ones th
 
 Usage::
 
-    python bench/instructions.py                  # the four figures, twice (--repeat 2)
+    python bench/instructions.py                  # every figure, twice (--repeat 2)
     python bench/instructions.py --only search@10k --repeat 1
     python bench/instructions.py --record         # and keep them as the reference
     python bench/instructions.py --quick          # tiny stores (a smoke test)
@@ -66,6 +68,7 @@ class Spec:
     size: int
     count: int  # measured calls (N)
     batch: int = 1  # texts per add_many
+    keep: bool = False  # on_duplicate="keep": the agent's log of turns (no resolution)
 
 
 FULL = (
@@ -73,6 +76,7 @@ FULL = (
     Spec("search@100k", "search", 100_000, 5),
     Spec("add", "add", 10_000, 5),
     Spec("add_many", "add_many", 10_000, 1, batch=1000),
+    Spec("add_many_keep", "add_many", 10_000, 1, batch=1000, keep=True),
 )
 QUICK = (
     Spec("search@300", "search", 300, 2),
@@ -148,6 +152,9 @@ def build(
             batch = [{"content": t} for t in corpus.texts[start : min(size, start + 1000)]]
             mem.add_many(batch, on_duplicate="keep")
             print(f"  built {min(size, start + 1000)}/{size}", file=sys.stderr, end="\r")
+        # one search builds the vector index, which closing saves beside the store
+        # (``memory.db.vectors``): the measured runs load it instead of training it
+        mem.search(queries[0][1], limit=10)
     print(f"  built {size} memories in {time.perf_counter() - began:.0f} s", file=sys.stderr)
     needed = [q for _, q, _ in queries] + texts
     _table_file(path.parent, needed, np.stack([table[t] for t in needed]))
@@ -174,6 +181,7 @@ def child(job: dict[str, Any]) -> None:
     store = Path(job["store"])
     embedder = lookup_embedder(_load_table(store.parent / "table.npz"))
     op, count, calls = job["op"], job["count"], job["calls"]
+    options = {"on_duplicate": "keep"} if job.get("keep") else {}
     # under callgrind a statement runs ~50x longer: no budget stops it
     settings = Settings(home=store.parent, statement_timeout_seconds=24 * 3600)
     with Memory(str(store), embedder=embedder, settings=settings) as mem:
@@ -184,16 +192,16 @@ def child(job: dict[str, Any]) -> None:
             for q in calls[1 : 1 + count]:
                 results += mem.search(q, limit=10)
         elif op == "add":
-            mem.add(calls[0])
+            mem.add(calls[0], **options)
             embedder.recording = True
             for text in calls[1 : 1 + count]:
-                results.append(mem.add(text))
+                results.append(mem.add(text, **options))
         else:
             warm, rest = calls[0], calls[1:]
-            mem.add_many(warm)
+            mem.add_many(warm, **options)
             embedder.recording = True
             for batch in rest[:count]:
-                results += mem.add_many(batch)
+                results += mem.add_many(batch, **options)
         embedder.recording = False
         for texts in job.get("replay") or []:
             embedder.embed_batch(texts)
@@ -258,7 +266,7 @@ def measure(spec: Spec, seed: int, valgrind: str, work: Path, root: Path) -> dic
     """One figure: instructions per measured call, and the two runs' totals."""
     store, inputs = build(spec.size, seed, root=root)
     calls = _calls(spec, inputs)
-    base = {"op": spec.op, "count": spec.count, "calls": calls}
+    base = {"op": spec.op, "count": spec.count, "calls": calls, "keep": spec.keep}
     record = work / "record.json"
     native = {**base, "store": str(_copy(store, work / "native")), "record": str(record)}
     _instructions(_start_child(native, work / "native", None))
