@@ -4,7 +4,7 @@ face returns these same types (the library, ``AsyncMemory``, the HTTP clients)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .record import MemoryRecord
@@ -95,10 +95,4 @@ class ImportReport:
     errors: list[tuple[int, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "memories": self.memories,
-            "edges": self.edges,
-            "versions": self.versions,
-            "skipped": self.skipped,
-            "errors": [{"line": n, "error": e} for n, e in self.errors],
-        }
+        return {**asdict(self), "errors": [{"line": n, "error": e} for n, e in self.errors]}

@@ -5,9 +5,10 @@ returns the same objects (and raises the same errors) as an embedded one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from .clock import as_utc
 from .context.model import Context, ContextItem, Section
@@ -28,6 +29,8 @@ from .errors import (
 )
 from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
 from .reports import Answer, ConsolidationReport, MaintenanceReport, Neighbour, Passage
+
+N = TypeVar("N", int, float)
 
 _RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
 _RECORD_TIMES = ("created_at", "updated_at", "valid_from", "valid_to", "expires_at",
@@ -156,11 +159,16 @@ def error(status: int, payload: Any) -> MemchenticError:
     return exc
 
 
-def _timeout(info: dict[str, Any], message: str) -> StoreTimeoutError:
+def _number(info: dict[str, Any], cast: Callable[[Any], N]) -> N:
+    """``info["limit"]`` as ``cast`` makes it; 0 when missing or not a number."""
     try:
-        limit = float(info.get("limit", 0))
+        return cast(info.get("limit", 0))
     except (TypeError, ValueError):
-        limit = 0.0
+        return cast(0)
+
+
+def _timeout(info: dict[str, Any], message: str) -> StoreTimeoutError:
+    limit = _number(info, float)
     exc = StoreTimeoutError(limit, str(info.get("setting") or "STATEMENT_TIMEOUT_SECONDS"))
     exc.message = message
     exc.args = (message,)
@@ -168,10 +176,7 @@ def _timeout(info: dict[str, Any], message: str) -> StoreTimeoutError:
 
 
 def _limit(info: dict[str, Any], message: str) -> LimitError:
-    try:
-        limit = int(info.get("limit", 0))
-    except (TypeError, ValueError):
-        limit = 0
+    limit = _number(info, int)
     exc = LimitError(str(info.get("field", "")), str(info.get("setting", "")), limit, 0)
     exc.rule = str(info.get("rule", message))
     exc.message = message

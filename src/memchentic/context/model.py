@@ -11,7 +11,7 @@ calls while its memories do not change.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -41,14 +41,7 @@ class ContextItem:
         return f"- {one_line(self.text)}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "text": self.text,
-            "score": self.score,
-            "section": self.section,
-            "source": self.source,
-            "type": self.type,
-        }
+        return asdict(self)
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ ranked (with the next rarest words while they add up to ``common_term_docs``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from .. import text
@@ -109,16 +109,23 @@ def bind_language(store: Any, wanted: str) -> str:
     records; a store without one records ``wanted`` when it holds no memory yet
     (a new store), English otherwise (it was indexed before languages existed).
     A store keeps its language: the index holds stems of that language."""
-    recorded = store.get_meta(LANGUAGE_KEY)
+    recorded = _recorded(store, LANGUAGE_KEY, lambda empty: wanted if empty else "english")
+    store.keyword_language = recorded
+    return recorded
+
+
+def _recorded(store: Any, key: str, first: Callable[[bool], str]) -> str:
+    """The value ``store``'s meta records under ``key``; a store without one records
+    ``first(empty)`` (``empty``: it holds no memory yet), once, under its write lock."""
+    recorded = store.get_meta(key)
     if recorded is None:
         with store.write():
-            recorded = store.get_meta(LANGUAGE_KEY)
+            recorded = store.get_meta(key)
             if recorded is None:
                 everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
                 empty = next(iter(store.iter_memories(everything, batch=1)), None) is None
-                recorded = wanted if empty else "english"
-                store.set_meta(LANGUAGE_KEY, recorded)
-    store.keyword_language = recorded
+                recorded = first(empty)
+                store.set_meta(key, recorded)
     return str(recorded)
 
 
@@ -177,15 +184,8 @@ def bind_rules(store: Any) -> frozenset[str]:
     new store), none otherwise (it was indexed before rules existed; the
     migration ``m013_keyword_rules`` gives the built-in backends a record). A store
     keeps its rules: its index holds what they gave."""
-    recorded = store.get_meta(RULES_KEY)
-    if recorded is None:
-        with store.write():
-            recorded = store.get_meta(RULES_KEY)
-            if recorded is None:
-                everything = MemoryFilter.everything(include_expired=True, include_superseded=True)
-                empty = next(iter(store.iter_memories(everything, batch=1)), None) is None
-                recorded = rules_value(text.ACTIVE_KEYWORD_RULES if empty else frozenset())
-                store.set_meta(RULES_KEY, recorded)
+    default, none = rules_value(text.ACTIVE_KEYWORD_RULES), rules_value(frozenset())
+    recorded = _recorded(store, RULES_KEY, lambda empty: default if empty else none)
     store.keyword_rules = parse_rules(recorded)
     return frozenset(store.keyword_rules)
 
