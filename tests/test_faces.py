@@ -416,17 +416,46 @@ def test_each_face_offers_the_arguments_or_says_why_not(tmp_path: Any) -> None:
 FREE_KEYWORDS = {"revise"}
 
 
-def _signature(fn: Any, drop: set[str] = frozenset()) -> list[tuple[str, Any, Any]]:  # type: ignore[assignment]
+def _typed_keywords(fn: Any) -> dict[str, Any]:
+    """The TypedDict of each ``**name: Unpack[TypedDict]`` parameter of ``fn`` (PEP 692)."""
+    import memchentic
+
     found = inspect.signature(fn).parameters.values()
-    return [(p.name, p.kind, p.default) for p in found if p.name not in {"self", *drop}]
+    if not any(p.kind is p.VAR_KEYWORD for p in found):
+        return {}
+    hints = typing.get_type_hints(fn, localns=vars(memchentic))
+    unpacked = [p.name for p in found if p.kind is p.VAR_KEYWORD]
+    unpacked = [name for name in unpacked if typing.get_origin(hints[name]) is typing.Unpack]
+    return {name: typing.get_args(hints[name])[0] for name in unpacked}
+
+
+def _signature(
+    fn: Any, drop: set[str] = frozenset(), args: Any = None  # type: ignore[assignment]
+) -> list[tuple[str, Any, Any]]:  # fmt: skip
+    """Names, kinds and defaults of ``fn``'s parameters: those before ``*`` in order, the
+    keyword-only ones by name (their order is no part of a call). A ``**options:
+    Unpack[TypedDict]`` parameter stands for its keys, keyword-only, with the defaults of
+    the argument class ``args`` that the face passes them to."""
+    typed = _typed_keywords(fn)
+    found = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in typed:
+            defaults = inspect.signature(args).parameters
+            keys = typed[p.name].__annotations__
+            found += [(n, p.KEYWORD_ONLY, defaults[n].default) for n in keys]
+        else:
+            found.append((p.name, p.kind, p.default))
+    found = [f for f in found if f[0] not in {"self", *drop}]
+    keyword_only = sorted(f for f in found if f[1] is inspect.Parameter.KEYWORD_ONLY)
+    return [f for f in found if f[1] is not inspect.Parameter.KEYWORD_ONLY] + keyword_only
 
 
 @pytest.mark.parametrize("op", OPERATIONS, ids=IDS)
 def test_async_memory_takes_the_argument_class(op: Operation) -> None:
-    """``a<name>`` spells out the operation's arguments: names, kinds, defaults."""
+    """``a<name>`` takes the operation's arguments: names, kinds, defaults."""
     if op.name in FREE_KEYWORDS or op.name in ("subscribe", "unsubscribe"):
         return
-    assert _signature(getattr(AsyncMemory, "a" + op.name)) == _signature(op.args)
+    assert _signature(getattr(AsyncMemory, "a" + op.name), args=op.args) == _signature(op.args)
 
 
 #: Where a client's default differs from the engine's, and why.
@@ -438,12 +467,34 @@ CLIENT_DEFAULTS = {
 @pytest.mark.parametrize("client", [Client, AsyncClient], ids=["Client", "AsyncClient"])
 @pytest.mark.parametrize("op", [op for op in OPERATIONS if op.remote], ids=lambda op: op.name)
 def test_the_http_clients_take_the_argument_class(op: Operation, client: type) -> None:
-    """A client method spells out the operation's arguments, less the clock and the
-    process's objects (CLOCK_AND_OBJECTS: no remote face takes them)."""
+    """A client method takes the operation's arguments (spelled out, or typed through
+    ``**options: Unpack[...]``), less the clock and the process's objects
+    (CLOCK_AND_OBJECTS: no remote face takes them)."""
     if op.name in FREE_KEYWORDS:
         return
     wanted = _signature(op.args, drop=set(CLOCK_AND_OBJECTS))
-    taken = _signature(getattr(client, op.name))
+    taken = _signature(getattr(client, op.name), args=op.args)
     differ = {name for (name_op, name) in CLIENT_DEFAULTS if name_op == op.name}
     assert [p for p in taken if p[0] not in differ] == [p for p in wanted if p[0] not in differ]
     assert {p[0] for p in taken} == {p[0] for p in wanted}
+
+
+FACES = [AsyncMemory, Client, AsyncClient]
+
+
+@pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)
+def test_the_typed_keywords_are_the_argument_fields(face: type) -> None:
+    """A keyword a face takes through ``**options: Unpack[...]`` (``memchentic.args.keywords``)
+    has the type its argument class's field has, as written."""
+    problems = []
+    for op in OPERATIONS:
+        method = getattr(face, ("a" if face is AsyncMemory else "") + op.name, None)
+        if method is None:
+            continue
+        written = {f.name: f.type for f in dataclasses.fields(op.args)}
+        for declared in _typed_keywords(method).values():
+            for name, hint in declared.__annotations__.items():
+                text = hint.__forward_arg__ if isinstance(hint, typing.ForwardRef) else hint
+                if text != written.get(name):
+                    problems.append(f"{face.__name__} {op.name} {name}: {text}")
+    assert problems == []

@@ -1,9 +1,11 @@
 """``AsyncMemory``: the ``a``-prefixed async surface (DESIGN section 9).
 
 It wraps one :class:`~memchentic.Memory` and adds only the waiting: each call
-takes the sync method's parameters, spelled out as :mod:`memchentic.args` holds
-them, and runs the sync method in a worker thread (:func:`asyncio.to_thread`), so
-store queries, embedding and model calls never block the event loop, and results
+takes the sync method's parameters (its argument class in :mod:`memchentic.args`;
+the keyword options typed once in :mod:`memchentic.args.keywords`, as the HTTP
+clients take them) and runs the sync method in a worker thread
+(:func:`asyncio.to_thread`), so store queries, embedding and model calls never
+block the event loop, and results
 are exactly those of the sync API. The stores are safe to share across threads
 (SQLite keeps one connection per thread; writers are serialised by
 ``store.write()``).
@@ -19,10 +21,11 @@ import asyncio
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from . import args as a
-from .choices import DuplicatePolicy, Kind, SecretPolicy
+from .args import keywords
+from .choices import SecretPolicy
 from .context.model import Context
 from .embed.base import Embedder
 from .learn.base import Extractor, Message
@@ -82,58 +85,20 @@ class AsyncMemory:
     # --- writes ---------------------------------------------------------------------------
     @_offloaded(Memory.add)
     async def aadd(
-        self, content: str, *, type: str | None = None, kind: Kind | None = None,
-        title: str | None = None, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None, slot_key: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
-        namespace: str | None = None, confidence: float | None = None,
-        importance: float | None = None, ttl_days: float | None = None,
-        permanent: bool | None = None, expires_at: datetime | str | None = None,
-        created_at: datetime | str | None = None, valid_from: datetime | str | None = None,
-        valid_to: datetime | str | None = None, path_hint: str | None = None,
-        repo: str | None = None, entities: Sequence[str] | None = None,
-        tier_l0: str | None = None, tier_l1: str | None = None, pinned: bool | None = None,
-        secrets: SecretPolicy | None = None, now: datetime | str | None = None,
-        on_duplicate: DuplicatePolicy | None = None, auto_edges: bool | None = None
+        self, content: str, *, now: datetime | str | None = None,
+        **options: Unpack[keywords.AddKeywords]
     ) -> WriteResult:  # fmt: skip
-        found = a.AddArgs(
-            content, type=type, kind=kind, title=title, tags=tags, metadata=metadata,
-            slot_key=slot_key, user_id=user_id, agent_id=agent_id, session_id=session_id,
-            namespace=namespace, confidence=confidence, importance=importance, ttl_days=ttl_days,
-            permanent=permanent, expires_at=expires_at, created_at=created_at,
-            valid_from=valid_from, valid_to=valid_to, path_hint=path_hint, repo=repo,
-            entities=entities, tier_l0=tier_l0, tier_l1=tier_l1, pinned=pinned, secrets=secrets,
-            now=now, on_duplicate=on_duplicate, auto_edges=auto_edges
-        )  # fmt: skip
+        found = a.AddArgs(content, now=now, **options)
         return await self._run(self.sync.add, **found.kwargs())
 
     aremember = aadd
 
     @_offloaded(Memory.add_many)
     async def aadd_many(
-        self, items: Iterable[str | Mapping[str, Any]], *, type: str | None = None,
-        kind: Kind | None = None, title: str | None = None, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None, slot_key: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
-        namespace: str | None = None, confidence: float | None = None,
-        importance: float | None = None, ttl_days: float | None = None,
-        permanent: bool | None = None, expires_at: datetime | str | None = None,
-        created_at: datetime | str | None = None, valid_from: datetime | str | None = None,
-        valid_to: datetime | str | None = None, path_hint: str | None = None,
-        repo: str | None = None, entities: Sequence[str] | None = None,
-        tier_l0: str | None = None, tier_l1: str | None = None, pinned: bool | None = None,
-        secrets: SecretPolicy | None = None, now: datetime | str | None = None,
-        on_duplicate: DuplicatePolicy | None = None, auto_edges: bool | None = None
+        self, items: Iterable[str | Mapping[str, Any]], *, now: datetime | str | None = None,
+        **options: Unpack[keywords.AddKeywords]
     ) -> list[WriteResult]:  # fmt: skip
-        found = a.AddManyArgs(
-            list(items), type=type, kind=kind, title=title, tags=tags, metadata=metadata,
-            slot_key=slot_key, user_id=user_id, agent_id=agent_id, session_id=session_id,
-            namespace=namespace, confidence=confidence, importance=importance, ttl_days=ttl_days,
-            permanent=permanent, expires_at=expires_at, created_at=created_at,
-            valid_from=valid_from, valid_to=valid_to, path_hint=path_hint, repo=repo,
-            entities=entities, tier_l0=tier_l0, tier_l1=tier_l1, pinned=pinned, secrets=secrets,
-            now=now, on_duplicate=on_duplicate, auto_edges=auto_edges
-        )  # fmt: skip
+        found = a.AddManyArgs(list(items), now=now, **options)
         return await self._run(self.sync.add_many, **found.kwargs())
 
     @_offloaded(Memory.revise)
@@ -143,14 +108,10 @@ class AsyncMemory:
 
     @_offloaded(Memory.improve)
     async def aimprove(
-        self, memory_id: str, *, confidence: float | None = None, importance: float | None = None,
-        valid_from: datetime | str | None = None, valid_to: datetime | str | None = None,
-        now: datetime | str | None = None
+        self, memory_id: str, *, now: datetime | str | None = None,
+        **options: Unpack[keywords.ImproveKeywords]
     ) -> WriteResult:  # fmt: skip
-        found = a.ImproveArgs(
-            memory_id, confidence=confidence, importance=importance, valid_from=valid_from,
-            valid_to=valid_to, now=now
-        )  # fmt: skip
+        found = a.ImproveArgs(memory_id, now=now, **options)
         return await self._run(self.sync.improve, **found.kwargs())
 
     @_offloaded(Memory.delete)
@@ -161,13 +122,8 @@ class AsyncMemory:
     aforget = adelete
 
     @_offloaded(Memory.delete_all)
-    async def adelete_all(
-        self, *, user_id: str | None = None, agent_id: str | None = None,
-        session_id: str | None = None, namespace: str | None = None
-    ) -> int:  # fmt: skip
-        found = a.DeleteAllArgs(
-            user_id=user_id, agent_id=agent_id, session_id=session_id, namespace=namespace
-        )  # fmt: skip
+    async def adelete_all(self, **scope: Unpack[keywords.SessionScopeKeywords]) -> int:
+        found = a.DeleteAllArgs(**scope)
         return await self._run(self.sync.delete_all, **found.kwargs())
 
     @_offloaded(Memory.pin)
@@ -187,46 +143,28 @@ class AsyncMemory:
 
     @_offloaded(Memory.manage)
     async def amanage(
-        self, operations: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None, session_id: str | None = None
+        self, operations: Sequence[Mapping[str, Any]],
+        **scope: Unpack[keywords.SessionScopeKeywords]
     ) -> list[WriteResult]:  # fmt: skip
-        found = a.ManageArgs(
-            operations, user_id=user_id, agent_id=agent_id, namespace=namespace,
-            session_id=session_id
-        )  # fmt: skip
+        found = a.ManageArgs(operations, **scope)
         return await self._run(self.sync.manage, **found.kwargs())
 
     # --- reads ----------------------------------------------------------------------------
     @_offloaded(Memory.search)
     async def asearch(
-        self, query: str, *, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, limit: int | None = None,
-        profile: str | SearchProfile | None = None, type: str | Sequence[str] | None = None,
-        kind: str | None = None, tags: Sequence[str] | None = None, path_hint: str | None = None,
-        repo: str | None = None, include_expired: bool = False, include_superseded: bool = False,
-        as_of: datetime | str | None = None, now: datetime | str | None = None,
-        include_trace: bool = False, intent: str | None = None, tier: str | None = None,
-        filters: Mapping[str, Any] | None = None, threshold: float | None = None
+        self, query: str, *, profile: str | SearchProfile | None = None,
+        now: datetime | str | None = None,
+        **options: Unpack[keywords.SearchKeywords]
     ) -> list[SearchHit]:  # fmt: skip
-        found = a.SearchArgs(
-            query, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
-            profile=profile, type=type, kind=kind, tags=tags, path_hint=path_hint, repo=repo,
-            include_expired=include_expired, include_superseded=include_superseded, as_of=as_of,
-            now=now, include_trace=include_trace, intent=intent, tier=tier, filters=filters,
-            threshold=threshold
-        )  # fmt: skip
+        found = a.SearchArgs(query, profile=profile, now=now, **options)
         return await self._run(self.sync.search, **found.kwargs())
 
     @_offloaded(Memory.recall)
     async def arecall(
-        self, *, entity: str, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, limit: int | None = None,
-        as_of: datetime | str | None = None, now: datetime | str | None = None
+        self, *, entity: str, now: datetime | str | None = None,
+        **options: Unpack[keywords.RecallKeywords]
     ) -> list[SearchHit]:  # fmt: skip
-        found = a.RecallArgs(
-            entity=entity, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
-            as_of=as_of, now=now
-        )  # fmt: skip
+        found = a.RecallArgs(entity=entity, now=now, **options)
         return await self._run(self.sync.recall, **found.kwargs())
 
     @_offloaded(Memory.get)
@@ -238,19 +176,9 @@ class AsyncMemory:
 
     @_offloaded(Memory.list)
     async def alist(
-        self, *, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, type: str | Sequence[str] | None = None,
-        kind: str | None = None, tags: Sequence[str] | None = None, include_expired: bool = False,
-        include_superseded: bool = False, limit: int | None = None, offset: int = 0,
-        newest_first: bool = True, as_of: datetime | str | None = None,
-        filters: Mapping[str, Any] | None = None, now: datetime | str | None = None
+        self, *, now: datetime | str | None = None, **options: Unpack[keywords.ListKeywords]
     ) -> list[MemoryRecord]:  # fmt: skip
-        found = a.ListArgs(
-            user_id=user_id, agent_id=agent_id, namespace=namespace, type=type, kind=kind,
-            tags=tags, include_expired=include_expired, include_superseded=include_superseded,
-            limit=limit, offset=offset, newest_first=newest_first, as_of=as_of, filters=filters,
-            now=now
-        )  # fmt: skip
+        found = a.ListArgs(now=now, **options)
         return await self._run(self.sync.list, **found.kwargs())
 
     @_offloaded(Memory.history)
@@ -294,13 +222,10 @@ class AsyncMemory:
 
     @_offloaded(Memory.ask)
     async def aask(
-        self, question: str, *, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, limit: int = 10, chat: ChatClient | None = None
+        self, question: str, *, chat: ChatClient | None = None,
+        **options: Unpack[keywords.AskKeywords]
     ) -> Answer:  # fmt: skip
-        found = a.AskArgs(
-            question, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
-            chat=chat
-        )  # fmt: skip
+        found = a.AskArgs(question, chat=chat, **options)
         return await self._run(self.sync.ask, **found.kwargs())
 
     @_offloaded(Memory.consolidate)
@@ -313,36 +238,26 @@ class AsyncMemory:
     # --- sessions (short-term memory) -----------------------------------------------------
     @_offloaded(Memory.record_turn)
     async def arecord_turn(
-        self, role: str, content: str, *, session_id: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, namespace: str | None = None,
-        metadata: Mapping[str, Any] | None = None, now: datetime | str | None = None
+        self, role: str, content: str, *, now: datetime | str | None = None,
+        **options: Unpack[keywords.MessageKeywords]
     ) -> Turn:  # fmt: skip
-        found = a.RecordTurnArgs(
-            role, content, session_id=session_id, user_id=user_id, agent_id=agent_id,
-            namespace=namespace, metadata=metadata, now=now
-        )  # fmt: skip
+        found = a.RecordTurnArgs(role, content, now=now, **options)
         return await self._run(self.sync.record_turn, **found.kwargs())
 
     @_offloaded(Memory.add_message)
     async def aadd_message(
-        self, message: Mapping[str, Any], *, session_id: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, namespace: str | None = None,
-        metadata: Mapping[str, Any] | None = None, now: datetime | str | None = None
+        self, message: Mapping[str, Any], *, now: datetime | str | None = None,
+        **options: Unpack[keywords.MessageKeywords]
     ) -> Turn:  # fmt: skip
-        found = a.AddMessageArgs(
-            message, session_id=session_id, user_id=user_id, agent_id=agent_id,
-            namespace=namespace, metadata=metadata, now=now
-        )  # fmt: skip
+        found = a.AddMessageArgs(message, now=now, **options)
         return await self._run(self.sync.add_message, **found.kwargs())
 
     @_offloaded(Memory.get_history)
     async def aget_history(
-        self, session_id: str | None = None, limit: int = 50, *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None
+        self, session_id: str | None = None, limit: int = 50,
+        **scope: Unpack[keywords.ScopeKeywords]
     ) -> list[Turn]:  # fmt: skip
-        found = a.GetHistoryArgs(
-            session_id, limit, user_id=user_id, agent_id=agent_id, namespace=namespace
-        )  # fmt: skip
+        found = a.GetHistoryArgs(session_id, limit, **scope)
         return await self._run(self.sync.get_history, **found.kwargs())
 
     @_offloaded(Memory.list_sessions)
@@ -354,69 +269,35 @@ class AsyncMemory:
 
     @_offloaded(Memory.summarize_session)
     async def asummarize_session(
-        self, session_id: str | None = None, *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None,
-        summarizer: Summarizer | None = None, now: datetime | str | None = None
+        self, session_id: str | None = None, *, summarizer: Summarizer | None = None,
+        now: datetime | str | None = None, **scope: Unpack[keywords.ScopeKeywords]
     ) -> WriteResult:  # fmt: skip
-        found = a.SummarizeSessionArgs(
-            session_id, user_id=user_id, agent_id=agent_id, namespace=namespace,
-            summarizer=summarizer, now=now
-        )  # fmt: skip
+        found = a.SummarizeSessionArgs(session_id, summarizer=summarizer, now=now, **scope)
         return await self._run(self.sync.summarize_session, **found.kwargs())
 
     @_offloaded(Memory.add_working)
     async def aadd_working(
-        self, content: str, *, session_id: str | None = None, key: str | None = None,
-        kind: Kind | None = None, title: str | None = None, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None,
-        confidence: float | None = None, importance: float | None = None,
-        ttl_days: float | None = None, permanent: bool | None = None,
-        expires_at: datetime | str | None = None, created_at: datetime | str | None = None,
-        valid_from: datetime | str | None = None, valid_to: datetime | str | None = None,
-        path_hint: str | None = None, repo: str | None = None,
-        entities: Sequence[str] | None = None, tier_l0: str | None = None,
-        tier_l1: str | None = None, pinned: bool | None = None,
-        secrets: SecretPolicy | None = None, now: datetime | str | None = None,
-        on_duplicate: DuplicatePolicy | None = None, auto_edges: bool | None = None
+        self, content: str, *, now: datetime | str | None = None,
+        **options: Unpack[keywords.AddWorkingKeywords]
     ) -> WriteResult:  # fmt: skip
-        found = a.AddWorkingArgs(
-            content, session_id=session_id, key=key, kind=kind, title=title, tags=tags,
-            metadata=metadata, user_id=user_id, agent_id=agent_id, namespace=namespace,
-            confidence=confidence, importance=importance, ttl_days=ttl_days, permanent=permanent,
-            expires_at=expires_at, created_at=created_at, valid_from=valid_from,
-            valid_to=valid_to, path_hint=path_hint, repo=repo, entities=entities, tier_l0=tier_l0,
-            tier_l1=tier_l1, pinned=pinned, secrets=secrets, now=now, on_duplicate=on_duplicate,
-            auto_edges=auto_edges
-        )  # fmt: skip
+        found = a.AddWorkingArgs(content, now=now, **options)
         return await self._run(self.sync.add_working, **found.kwargs())
 
     @_offloaded(Memory.working_memory)
     async def aworking_memory(
-        self, session_id: str | None = None, *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None, limit: int | None = None,
-        now: datetime | str | None = None
+        self, session_id: str | None = None, *, now: datetime | str | None = None,
+        **options: Unpack[keywords.WorkingMemoryKeywords]
     ) -> list[MemoryRecord]:  # fmt: skip
-        found = a.WorkingMemoryArgs(
-            session_id, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
-            now=now
-        )  # fmt: skip
+        found = a.WorkingMemoryArgs(session_id, now=now, **options)
         return await self._run(self.sync.working_memory, **found.kwargs())
 
     # --- context and learning -------------------------------------------------------------
     @_offloaded(Memory.context)
     async def acontext(
-        self, query: str | None = None, *, user_id: str | None = None,
-        agent_id: str | None = None, session_id: str | None = None, namespace: str | None = None,
-        budget_tokens: int | None = None, limit: int | None = None,
-        recent_turns: int | None = None, as_of: datetime | str | None = None,
-        now: datetime | str | None = None
+        self, query: str | None = None, *, now: datetime | str | None = None,
+        **options: Unpack[keywords.ContextKeywords]
     ) -> Context:  # fmt: skip
-        found = a.ContextArgs(
-            query, user_id=user_id, agent_id=agent_id, session_id=session_id, namespace=namespace,
-            budget_tokens=budget_tokens, limit=limit, recent_turns=recent_turns, as_of=as_of,
-            now=now
-        )  # fmt: skip
+        found = a.ContextArgs(query, now=now, **options)
         return await self._run(self.sync.context, **found.kwargs())
 
     abuild_context = acontext
@@ -424,14 +305,10 @@ class AsyncMemory:
     @_offloaded(Memory.learn)
     async def alearn(
         self, messages: str | Iterable[str | Mapping[str, Any] | Turn | Message], *,
-        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
-        namespace: str | None = None, extractor: Extractor | None = None,
-        metadata: Mapping[str, Any] | None = None, now: datetime | str | None = None
+        extractor: Extractor | None = None, now: datetime | str | None = None,
+        **options: Unpack[keywords.MessageKeywords]
     ) -> list[WriteResult]:  # fmt: skip
-        found = a.LearnArgs(
-            messages, user_id=user_id, agent_id=agent_id, session_id=session_id,
-            namespace=namespace, extractor=extractor, metadata=metadata, now=now
-        )  # fmt: skip
+        found = a.LearnArgs(messages, extractor=extractor, now=now, **options)
         return await self._run(self.sync.learn, **found.kwargs())
 
     # --- upkeep ---------------------------------------------------------------------------

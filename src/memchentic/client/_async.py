@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar, Unpack
 
 from .. import args as a
-from ..choices import DuplicatePolicy, Kind, SecretPolicy
+from ..args import keywords
+from ..args.keywords import checked
 from ..context.model import Context
 from ..identity import Grant, Identity, Invitation, Membership, Team
 from ..record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
@@ -72,59 +72,19 @@ class AsyncClient(BaseClient):
 
     # --- writes -------------------------------------------------------------------------
     async def add(
-        self, content: str, *, type: str | None = None, kind: Kind | None = None,
-        title: str | None = None, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None, slot_key: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
-        namespace: str | None = None, confidence: float | None = None,
-        importance: float | None = None, ttl_days: float | None = None,
-        permanent: bool | None = None, expires_at: datetime | str | None = None,
-        created_at: datetime | str | None = None, valid_from: datetime | str | None = None,
-        valid_to: datetime | str | None = None, path_hint: str | None = None,
-        repo: str | None = None, entities: Sequence[str] | None = None,
-        tier_l0: str | None = None, tier_l1: str | None = None, pinned: bool | None = None,
-        secrets: SecretPolicy | None = None, on_duplicate: DuplicatePolicy | None = None,
-        auto_edges: bool | None = None
+        self, content: str, **options: Unpack[keywords.AddKeywords]
     ) -> WriteResult:  # fmt: skip
         """Remember one memory (options as for :meth:`Memory.add`)."""
-        found = a.AddArgs(
-            content, type=type, kind=kind, title=title, tags=tags, metadata=metadata,
-            slot_key=slot_key, user_id=user_id, agent_id=agent_id, session_id=session_id,
-            namespace=namespace, confidence=confidence, importance=importance, ttl_days=ttl_days,
-            permanent=permanent, expires_at=expires_at, created_at=created_at,
-            valid_from=valid_from, valid_to=valid_to, path_hint=path_hint, repo=repo,
-            entities=entities, tier_l0=tier_l0, tier_l1=tier_l1, pinned=pinned, secrets=secrets,
-            on_duplicate=on_duplicate, auto_edges=auto_edges
-        )  # fmt: skip
+        found = a.AddArgs(content, **checked(options, keywords.AddKeywords))
         return await self._send(core.add(found))
 
     remember = add
 
     async def add_many(
-        self, items: Iterable[str | Mapping[str, Any]], *, type: str | None = None,
-        kind: Kind | None = None, title: str | None = None, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None, slot_key: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
-        namespace: str | None = None, confidence: float | None = None,
-        importance: float | None = None, ttl_days: float | None = None,
-        permanent: bool | None = None, expires_at: datetime | str | None = None,
-        created_at: datetime | str | None = None, valid_from: datetime | str | None = None,
-        valid_to: datetime | str | None = None, path_hint: str | None = None,
-        repo: str | None = None, entities: Sequence[str] | None = None,
-        tier_l0: str | None = None, tier_l1: str | None = None, pinned: bool | None = None,
-        secrets: SecretPolicy | None = None, on_duplicate: DuplicatePolicy | None = None,
-        auto_edges: bool | None = None
+        self, items: Iterable[str | Mapping[str, Any]], **options: Unpack[keywords.AddKeywords]
     ) -> builtins.list[WriteResult]:  # fmt: skip
         """Remember several memories with one request (and one embedding batch)."""
-        found = a.AddManyArgs(
-            items, type=type, kind=kind, title=title, tags=tags, metadata=metadata,
-            slot_key=slot_key, user_id=user_id, agent_id=agent_id, session_id=session_id,
-            namespace=namespace, confidence=confidence, importance=importance, ttl_days=ttl_days,
-            permanent=permanent, expires_at=expires_at, created_at=created_at,
-            valid_from=valid_from, valid_to=valid_to, path_hint=path_hint, repo=repo,
-            entities=entities, tier_l0=tier_l0, tier_l1=tier_l1, pinned=pinned, secrets=secrets,
-            on_duplicate=on_duplicate, auto_edges=auto_edges
-        )  # fmt: skip
+        found = a.AddManyArgs(items, **checked(options, keywords.AddKeywords))
         return await self._send(core.add_many(found))
 
     async def revise(
@@ -134,14 +94,10 @@ class AsyncClient(BaseClient):
         return await self._send(core.revise(memory_id, content, **changes))
 
     async def improve(
-        self, memory_id: str, *, confidence: float | None = None, importance: float | None = None,
-        valid_from: datetime | str | None = None, valid_to: datetime | str | None = None
+        self, memory_id: str, **options: Unpack[keywords.ImproveKeywords]
     ) -> WriteResult:  # fmt: skip
         """Adjust confidence, importance or validity without resetting the age."""
-        found = a.ImproveArgs(
-            memory_id, confidence=confidence, importance=importance, valid_from=valid_from,
-            valid_to=valid_to
-        )  # fmt: skip
+        found = a.ImproveArgs(memory_id, **checked(options, keywords.ImproveKeywords))
         return await self._send(core.improve(found))
 
     async def delete(self, memory_id: str) -> WriteResult:
@@ -149,18 +105,9 @@ class AsyncClient(BaseClient):
 
     forget = delete
 
-    async def delete_all(
-        self,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        namespace: str | None = None,
-    ) -> int:
+    async def delete_all(self, **scope: Unpack[keywords.SessionScopeKeywords]) -> int:
         """Forget every memory of exactly one scope (:meth:`Memory.delete_all`)."""
-        call = core.delete_all(user_id=user_id, agent_id=agent_id, session_id=session_id,
-                               namespace=namespace)  # fmt: skip
-        return await self._send(call)
+        return await self._send(core.delete_all(**checked(scope, keywords.SessionScopeKeywords)))
 
     async def pin(self, memory_id: str) -> WriteResult:
         return await self._send(core.pin(memory_id))
@@ -173,46 +120,25 @@ class AsyncClient(BaseClient):
         return await self._send(core.restore(memory_id))
 
     async def manage(
-        self, operations: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None, session_id: str | None = None
+        self, operations: Sequence[Mapping[str, Any]],
+        **scope: Unpack[keywords.SessionScopeKeywords]
     ) -> builtins.list[WriteResult]:  # fmt: skip
         """Apply ``add`` / ``revise`` / ``delete`` / ``none`` operations in order."""
-        found = a.ManageArgs(
-            operations, user_id=user_id, agent_id=agent_id, namespace=namespace,
-            session_id=session_id
-        )  # fmt: skip
+        found = a.ManageArgs(operations, **checked(scope, keywords.SessionScopeKeywords))
         return await self._send(core.manage(found))
 
     # --- reads --------------------------------------------------------------------------
     async def search(
-        self, query: str, *, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, limit: int | None = None,
-        profile: str | None = None, type: str | Sequence[str] | None = None,
-        kind: str | None = None, tags: Sequence[str] | None = None, path_hint: str | None = None,
-        repo: str | None = None, include_expired: bool = False, include_superseded: bool = False,
-        as_of: datetime | str | None = None, include_trace: bool = False,
-        intent: str | None = None, tier: str | None = None,
-        filters: Mapping[str, Any] | None = None, threshold: float | None = None
+        self, query: str, *, profile: str | None = None, **options: Unpack[keywords.SearchKeywords]
     ) -> builtins.list[SearchHit]:  # fmt: skip
         """The memories that best answer ``query`` (options as for :meth:`Memory.search`)."""
-        found = a.SearchArgs(
-            query, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
-            profile=profile, type=type, kind=kind, tags=tags, path_hint=path_hint, repo=repo,
-            include_expired=include_expired, include_superseded=include_superseded, as_of=as_of,
-            include_trace=include_trace, intent=intent, tier=tier, filters=filters,
-            threshold=threshold
-        )  # fmt: skip
+        found = a.SearchArgs(query, profile=profile, **checked(options, keywords.SearchKeywords))
         return await self._send(core.search(found))
 
     async def recall(
-        self, *, entity: str, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, limit: int | None = None,
-        as_of: datetime | str | None = None
+        self, *, entity: str, **options: Unpack[keywords.RecallKeywords]
     ) -> builtins.list[SearchHit]:  # fmt: skip
-        found = a.RecallArgs(
-            entity=entity, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit,
-            as_of=as_of
-        )  # fmt: skip
+        found = a.RecallArgs(entity=entity, **checked(options, keywords.RecallKeywords))
         return await self._send(core.recall(found))
 
     async def get(self, memory_id: str, *, touch: bool = True) -> MemoryRecord:
@@ -220,19 +146,10 @@ class AsyncClient(BaseClient):
         return await self._send(core.get(memory_id, touch=touch))
 
     async def list(
-        self, *, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, type: str | Sequence[str] | None = None,
-        kind: str | None = None, tags: Sequence[str] | None = None, include_expired: bool = False,
-        include_superseded: bool = False, limit: int | None = None, offset: int = 0,
-        newest_first: bool = True, as_of: datetime | str | None = None,
-        filters: Mapping[str, Any] | None = None
+        self, **options: Unpack[keywords.ListKeywords]
     ) -> builtins.list[MemoryRecord]:  # fmt: skip
         """Memories in scope, newest first (filters as for :meth:`Memory.list`)."""
-        found = a.ListArgs(
-            user_id=user_id, agent_id=agent_id, namespace=namespace, type=type, kind=kind,
-            tags=tags, include_expired=include_expired, include_superseded=include_superseded,
-            limit=limit, offset=offset, newest_first=newest_first, as_of=as_of, filters=filters
-        )  # fmt: skip
+        found = a.ListArgs(**checked(options, keywords.ListKeywords))
         return await self._send(core.list_memories(found))
 
     async def history(self, memory_id: str) -> builtins.list[Version]:
@@ -240,14 +157,9 @@ class AsyncClient(BaseClient):
 
     # --- graph --------------------------------------------------------------------------
     async def relate(
-        self,
-        source: str,
-        target: str,
-        kind: str,
-        strength: float = 1.0,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Edge:
+        self, source: str, target: str, kind: str, strength: float = 1.0, *,
+        metadata: Mapping[str, Any] | None = None
+    ) -> Edge:  # fmt: skip
         return await self._send(core.relate(source, target, kind, strength, metadata=metadata))
 
     async def delete_edge(self, edge_id: str) -> bool:
@@ -269,13 +181,10 @@ class AsyncClient(BaseClient):
         return await self._send(core.entities(found))
 
     async def ask(
-        self, question: str, *, user_id: str | None = None, agent_id: str | None = None,
-        namespace: str | None = None, limit: int = 10
+        self, question: str, **options: Unpack[keywords.AskKeywords]
     ) -> Answer:  # fmt: skip
         """Cited passages, and an answer when the server has a chat model."""
-        found = a.AskArgs(
-            question, user_id=user_id, agent_id=agent_id, namespace=namespace, limit=limit
-        )  # fmt: skip
+        found = a.AskArgs(question, **checked(options, keywords.AskKeywords))
         return await self._send(core.ask(found))
 
     async def consolidate(
@@ -286,34 +195,22 @@ class AsyncClient(BaseClient):
 
     # --- sessions -----------------------------------------------------------------------
     async def record_turn(
-        self, role: str, content: str, *, session_id: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, namespace: str | None = None,
-        metadata: Mapping[str, Any] | None = None
+        self, role: str, content: str, **options: Unpack[keywords.MessageKeywords]
     ) -> Turn:  # fmt: skip
-        found = a.RecordTurnArgs(
-            role, content, session_id=session_id, user_id=user_id, agent_id=agent_id,
-            namespace=namespace, metadata=metadata
-        )  # fmt: skip
+        found = a.RecordTurnArgs(role, content, **checked(options, keywords.MessageKeywords))
         return await self._send(core.record_turn(found))
 
     async def add_message(
-        self, message: Mapping[str, Any], *, session_id: str | None = None,
-        user_id: str | None = None, agent_id: str | None = None, namespace: str | None = None,
-        metadata: Mapping[str, Any] | None = None
+        self, message: Mapping[str, Any], **options: Unpack[keywords.MessageKeywords]
     ) -> Turn:  # fmt: skip
-        found = a.AddMessageArgs(
-            message, session_id=session_id, user_id=user_id, agent_id=agent_id,
-            namespace=namespace, metadata=metadata
-        )  # fmt: skip
+        found = a.AddMessageArgs(message, **checked(options, keywords.MessageKeywords))
         return await self._send(core.add_message(found))
 
     async def get_history(
-        self, session_id: str | None = None, limit: int = 50, *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None
+        self, session_id: str | None = None, limit: int = 50,
+        **scope: Unpack[keywords.ScopeKeywords]
     ) -> builtins.list[Turn]:  # fmt: skip
-        found = a.GetHistoryArgs(
-            session_id, limit, user_id=user_id, agent_id=agent_id, namespace=namespace
-        )  # fmt: skip
+        found = a.GetHistoryArgs(session_id, limit, **checked(scope, keywords.ScopeKeywords))
         return await self._send(core.get_history(found))
 
     async def list_sessions(
@@ -323,75 +220,41 @@ class AsyncClient(BaseClient):
         return await self._send(core.list_sessions(found))
 
     async def summarize_session(
-        self, session_id: str | None = None, *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None
+        self, session_id: str | None = None, **scope: Unpack[keywords.ScopeKeywords]
     ) -> WriteResult:  # fmt: skip
-        found = a.SummarizeSessionArgs(
-            session_id, user_id=user_id, agent_id=agent_id, namespace=namespace
-        )  # fmt: skip
+        found = a.SummarizeSessionArgs(session_id, **checked(scope, keywords.ScopeKeywords))
         return await self._send(core.summarize_session(found))
 
     async def add_working(
-        self, content: str, *, session_id: str | None = None, key: str | None = None,
-        kind: Kind | None = None, title: str | None = None, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None,
-        confidence: float | None = None, importance: float | None = None,
-        ttl_days: float | None = None, permanent: bool | None = None,
-        expires_at: datetime | str | None = None, created_at: datetime | str | None = None,
-        valid_from: datetime | str | None = None, valid_to: datetime | str | None = None,
-        path_hint: str | None = None, repo: str | None = None,
-        entities: Sequence[str] | None = None, tier_l0: str | None = None,
-        tier_l1: str | None = None, pinned: bool | None = None,
-        secrets: SecretPolicy | None = None, on_duplicate: DuplicatePolicy | None = None,
-        auto_edges: bool | None = None
+        self, content: str, **options: Unpack[keywords.AddWorkingKeywords]
     ) -> WriteResult:  # fmt: skip
         """Remember something for this session only; a second write of the same ``key``
         replaces the first."""
-        found = a.AddWorkingArgs(
-            content, session_id=session_id, key=key, kind=kind, title=title, tags=tags,
-            metadata=metadata, user_id=user_id, agent_id=agent_id, namespace=namespace,
-            confidence=confidence, importance=importance, ttl_days=ttl_days, permanent=permanent,
-            expires_at=expires_at, created_at=created_at, valid_from=valid_from,
-            valid_to=valid_to, path_hint=path_hint, repo=repo, entities=entities, tier_l0=tier_l0,
-            tier_l1=tier_l1, pinned=pinned, secrets=secrets, on_duplicate=on_duplicate,
-            auto_edges=auto_edges
-        )  # fmt: skip
+        found = a.AddWorkingArgs(content, **checked(options, keywords.AddWorkingKeywords))
         return await self._send(core.add_working(found))
 
     async def working_memory(
-        self, session_id: str | None = None, *, user_id: str | None = None,
-        agent_id: str | None = None, namespace: str | None = None, limit: int | None = None,
+        self, session_id: str | None = None, **options: Unpack[keywords.WorkingMemoryKeywords]
     ) -> builtins.list[MemoryRecord]:  # fmt: skip
         """The live working memories of a session that this key can read, oldest first."""
-        return await self._send(core.working_memory(session_id, user_id=user_id, agent_id=agent_id,
-                                              namespace=namespace, limit=limit))  # fmt: skip
+        found = checked(options, keywords.WorkingMemoryKeywords)
+        return await self._send(core.working_memory(session_id, **found))
 
     # --- context and learning -----------------------------------------------------------
     async def context(
-        self, query: str | None = None, *, user_id: str | None = None,
-        agent_id: str | None = None, session_id: str | None = None, namespace: str | None = None,
-        budget_tokens: int | None = None, limit: int | None = None,
-        recent_turns: int | None = None, as_of: datetime | str | None = None
+        self, query: str | None = None, **options: Unpack[keywords.ContextKeywords]
     ) -> Context:  # fmt: skip
         """A block of memory for a prompt; ``str(ctx)`` is the prompt text."""
-        found = a.ContextArgs(
-            query, user_id=user_id, agent_id=agent_id, session_id=session_id, namespace=namespace,
-            budget_tokens=budget_tokens, limit=limit, recent_turns=recent_turns, as_of=as_of
-        )  # fmt: skip
+        found = a.ContextArgs(query, **checked(options, keywords.ContextKeywords))
         return await self._send(core.context(found))
 
     build_context = context
 
     async def learn(
-        self, messages: str | Iterable[str | Mapping[str, Any] | Turn], *,
-        user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
-        namespace: str | None = None, metadata: Mapping[str, Any] | None = None
+        self, messages: str | Iterable[str | Mapping[str, Any] | Turn],
+        **options: Unpack[keywords.MessageKeywords]
     ) -> builtins.list[WriteResult]:  # fmt: skip
-        found = a.LearnArgs(
-            messages, user_id=user_id, agent_id=agent_id, session_id=session_id,
-            namespace=namespace, metadata=metadata
-        )  # fmt: skip
+        found = a.LearnArgs(messages, **checked(options, keywords.MessageKeywords))
         return await self._send(core.learn(found))
 
     # --- upkeep -------------------------------------------------------------------------

@@ -11,7 +11,8 @@ Where ``Memory`` takes free keywords (``add(content, **options)``), the class
 spells them out after ``first_option``; ``None`` there means "not given" (the
 engine's default applies), except for :class:`ReviseArgs`, where ``None`` clears
 a field and :data:`UNSET` leaves it alone. :meth:`Args.kwargs` gives the keyword
-arguments of the call.
+arguments of the call. The keyword options the faces take (``**options``) are typed
+once per operation in :mod:`memchentic.args.keywords`.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from dataclasses import KW_ONLY, dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .choices import DuplicatePolicy, Kind, SecretPolicy
+from ..choices import DuplicatePolicy, Kind, SecretPolicy
 
 if TYPE_CHECKING:
-    from .embed.base import Embedder
-    from .learn.base import Extractor, Message
-    from .learn.summaries import Summarizer
-    from .llm import ChatClient
-    from .record import Event, Turn
-    from .retrieval.profiles import SearchProfile
+    from ..embed.base import Embedder
+    from ..learn.base import Extractor, Message
+    from ..learn.summaries import Summarizer
+    from ..llm import ChatClient
+    from ..record import Event, Turn
+    from ..retrieval.profiles import SearchProfile
 
 
 class Unset(enum.Enum):
