@@ -32,7 +32,16 @@ from typing import TYPE_CHECKING
 from .. import validation as check
 from ..clock import utcnow
 from ..errors import ValidationError
-from ..identity import IDENTITY_KINDS, ROLES, Grant, Identity, Invitation, Membership, Team
+from ..identity import (
+    IDENTITY_KINDS,
+    ROLES,
+    TEAM_KINDS,
+    Grant,
+    Identity,
+    Invitation,
+    Membership,
+    Team,
+)
 from ..ids import new_id
 from ..settings import Settings
 from .namespaces import check_identifier, parse_namespace
@@ -46,6 +55,12 @@ if TYPE_CHECKING:
 UNKNOWN_INVITEE = "unknown:"
 #: A page of invitations when the caller names no ``limit``.
 INVITATIONS_PAGE = 100
+
+
+def _check_choice(value: str | None, allowed: tuple[str, ...], field: str = "kind") -> None:
+    """An argument that is None (any) or one of ``allowed`` (a list of ``choices``)."""
+    if value is not None and value not in allowed:
+        raise ValidationError(field, "must be " + " or ".join(f"'{v}'" for v in allowed))
 
 
 def _team_ref(team: str) -> tuple[str, str]:
@@ -90,9 +105,13 @@ class Directory:
             raise ValidationError(field, f"unknown identity: {key}")
         return found
 
+    def _me(self) -> Identity | None:
+        """The calling identity; None for the trusted principal and a key of no identity."""
+        return None if self.principal.trusted else self.policy.scope(self.principal).identity
+
     def _caller(self, what: str) -> Identity:
         """The calling identity (the trusted principal is none)."""
-        identity = None if self.principal.trusted else self.policy.scope(self.principal).identity
+        identity = self._me()
         if identity is None:
             raise ValidationError("principal", f"only an identity can {what}")
         return identity
@@ -121,8 +140,7 @@ class Directory:
         """A new user or agent. Its id is its name when that is free (so ``user_id="alice"``
         and the identity ``alice`` share the namespace ``user:alice``), else a ULID."""
         self._require_trusted("create identities")
-        if kind not in IDENTITY_KINDS:
-            raise ValidationError("kind", "must be 'user' or 'agent'")
+        _check_choice(kind, IDENTITY_KINDS)
         check_identifier("name", name)
         if id is not None:
             check_identifier("id", id)
@@ -149,15 +167,13 @@ class Directory:
 
     def identities(self, kind: str | None = None) -> list[Identity]:
         """Every identity (trusted), or the caller and the members of its teams."""
-        if kind is not None and kind not in IDENTITY_KINDS:
-            raise ValidationError("kind", "must be 'user' or 'agent'")
+        _check_choice(kind, IDENTITY_KINDS)
         if self.principal.trusted:
             return self.store.list_identities(kind)
-        scope = self.policy.scope(self.principal)
-        if scope.identity is None:
+        if (me := self._me()) is None:
             return []
-        ids = {scope.identity.id}
-        for team, _ in self.store.memberships_of(scope.identity.id):
+        ids = {me.id}
+        for team, _ in self.store.memberships_of(me.id):
             ids.update(m.identity_id for m in self.store.members(team.kind, team.id))
         found = [self.store.find_identity(i) for i in sorted(ids)]
         return [i for i in found if i is not None and (kind is None or i.kind == kind)]
@@ -268,14 +284,12 @@ class Directory:
 
     def teams(self, kind: str) -> list[Team]:
         """Every group or org (trusted), or those the caller belongs to."""
-        if kind not in ("group", "org"):
-            raise ValidationError("kind", "must be 'group' or 'org'")
+        _check_choice(kind, TEAM_KINDS)
         if self.principal.trusted:
             return self.store.list_teams(kind)
-        scope = self.policy.scope(self.principal)
-        if scope.identity is None:
+        if (me := self._me()) is None:
             return []
-        return [t for t, _ in self.store.memberships_of(scope.identity.id) if t.kind == kind]
+        return [t for t, _ in self.store.memberships_of(me.id) if t.kind == kind]
 
     def members(self, team: str) -> list[Membership]:
         found = self._team(team, admin=False)
@@ -290,8 +304,7 @@ class Directory:
         current members directly but only *invites* anyone else: the answer is an
         :class:`Invitation` that echoes ``identity`` as given, the same whether or not
         such an identity exists; it joins when it calls :meth:`accept`."""
-        if role not in ROLES:
-            raise ValidationError("role", "must be 'member' or 'admin'")
+        _check_choice(role, ROLES, "role")
         with self.store.write():
             found = self._team(team, admin=True)
             if not active and found.kind != "org":
@@ -373,17 +386,13 @@ class Directory:
         one to a name no identity has shows as ``unknown:NAME``), to teams of ``kind``
         (group, org; None: both), oldest first, a page of ``limit`` (default 100, at
         most ``LIST_MAX_LIMIT``) from ``offset``."""
-        if kind is not None and kind not in ("group", "org"):
-            raise ValidationError("kind", "must be 'group' or 'org'")
+        _check_choice(kind, TEAM_KINDS)
         size, start = self._page(limit, offset)
         if self.principal.trusted:
             return self.store.invitations(team_kind=kind, limit=size, offset=start)
-        identity = self.policy.scope(self.principal).identity
-        if identity is None:
+        if (me := self._me()) is None:
             return []
-        return self.store.invitations(
-            identity_id=identity.id, team_kind=kind, limit=size, offset=start
-        )
+        return self.store.invitations(identity_id=me.id, team_kind=kind, limit=size, offset=start)
 
     def _pending(self, team: str, me: Identity) -> Invitation | None:
         kind, key = _team_ref(team)
