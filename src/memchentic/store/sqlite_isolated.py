@@ -102,13 +102,11 @@ class SQLiteIsolated(SearchBudgets):
         intersection deciding which rows can match before any counting."""
         if not flt.namespaces:
             return None
-        cond, params = where(flt)
-        found = self.conn.execute(
-            f"SELECT m.rowid, m.id, COALESCE(m.title, ''), m.content, m.tags "
-            f"FROM memories m INDEXED BY ix_memories_namespace WHERE {cond} LIMIT ?",
-            (*params, self.isolated_scan_rows + 1),
-        ).fetchall()
-        if len(found) > self.isolated_scan_rows:
+        found = self._at_most(
+            "SELECT m.rowid, m.id, COALESCE(m.title, ''), m.content, m.tags "
+            "FROM memories m INDEXED BY ix_memories_namespace", flt, self.isolated_scan_rows
+        )  # fmt: skip
+        if found is None:
             return None
         self.keyword_rows_scanned += len(found)
         wanted: dict[str, set[str]] = {}  # query word -> its terms
@@ -163,18 +161,23 @@ class SQLiteIsolated(SearchBudgets):
             out.append((counts, sum(len(words) for words in fields)))
         return out
 
+    def _at_most(self, select: str, flt: MemoryFilter, cap: int) -> list[Any] | None:
+        """The rows ``select`` finds among those ``flt`` shows, or None when more than
+        ``cap`` do (no more than ``cap + 1`` rows are read)."""
+        cond, params = where(flt)
+        rows = self.conn.execute(f"{select} WHERE {cond} LIMIT ?", (*params, cap + 1)).fetchall()
+        return None if len(rows) > cap else rows
+
     def _vector_isolated(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[tuple[str, float]] | None:
         """Exact neighbours among the visible rows, or None when there are too many
         of them to scan (the caller then uses the shared index with its filter)."""
-        cond, params = where(flt)
-        rows = self.conn.execute(
-            f"SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid "
-            f"WHERE {cond} LIMIT ?",
-            (*params, self.exact_vector_rows + 1),
-        ).fetchall()
-        if len(rows) > self.exact_vector_rows:
+        rows = self._at_most(
+            "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid",
+            flt, self.exact_vector_rows
+        )  # fmt: skip
+        if rows is None:
             return None
         if not rows or k <= 0:
             return []
