@@ -10,23 +10,9 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any, TypeVar
 
+from . import errors
 from .clock import as_utc
 from .context.model import Context, ContextItem, Section
-from .errors import (
-    AuthError,
-    EmbedderError,
-    EmbedderMismatchError,
-    ForbiddenError,
-    LimitError,
-    MemchenticError,
-    NamespaceError,
-    NotAStoreError,
-    NotFoundError,
-    ServerError,
-    StoreError,
-    StoreTimeoutError,
-    ValidationError,
-)
 from .record import Edge, Event, MemoryRecord, SearchHit, Turn, Version, WriteResult
 from .reports import Answer, ConsolidationReport, MaintenanceReport, Neighbour, Passage
 
@@ -40,7 +26,7 @@ _RECORD_TIMES = ("created_at", "updated_at", "valid_from", "valid_to", "expires_
 def _time(value: Any) -> datetime:
     parsed = as_utc(value)
     if parsed is None:
-        raise ValidationError("time", "missing in the server's answer")
+        raise errors.ValidationError("time", "missing in the server's answer")
     return parsed
 
 
@@ -122,40 +108,40 @@ def maintenance_report(data: dict[str, Any]) -> MaintenanceReport:
     )  # fmt: skip
 
 
-#: Exception class of each error code of the API; codes not listed become ServerError.
-_SIMPLE: dict[str, type[MemchenticError]] = {
-    "store_error": StoreError,
-    "not_a_store": NotAStoreError,
-    "embedder_mismatch": EmbedderMismatchError,
-    "embedder_error": EmbedderError,
-    "unauthorized": AuthError,
-}
+#: The class of each error code of the API that carries no more than a message (each
+#: class names its own ``code``); a code no class here or in :func:`error` knows becomes
+#: :class:`~memchentic.errors.ServerError`.
+_SIMPLE: dict[str, type[errors.MemchenticError]] = {cls.code: cls for cls in (
+    errors.StoreError, errors.NotAStoreError, errors.EmbedderMismatchError,
+    errors.EmbedderError, errors.AuthError,
+)}  # fmt: skip
 
 
-def error(status: int, payload: Any) -> MemchenticError:
+def error(status: int, payload: Any) -> errors.MemchenticError:
     """The exception an error answer stands for (the library's own class when it has one)."""
     info = payload.get("error") if isinstance(payload, dict) else None
     if not isinstance(info, dict):
-        return ServerError(f"HTTP {status}", status=status)
+        return errors.ServerError(f"HTTP {status}", status=status)
     code = str(info.get("code", "error"))
     message = str(info.get("message", f"HTTP {status}"))
-    exc: MemchenticError
-    if code == "limit_exceeded":
+    exc: errors.MemchenticError
+    if code == errors.LimitError.code:
         exc = _limit(info, message)
-    elif code == "store_timeout":
+    elif code == errors.StoreTimeoutError.code:
         exc = _timeout(info, message)
-    elif code in ("invalid", "invalid_namespace"):
-        cls = NamespaceError if code == "invalid_namespace" else ValidationError
-        field = str(info.get("field", ""))
-        exc = cls(field, str(info.get("rule", message)), message)
-    elif code in ("not_found", "forbidden") and "id" in info:
-        exc = (NotFoundError if code == "not_found" else ForbiddenError)(str(info["id"]))
+    elif code in (errors.ValidationError.code, errors.NamespaceError.code):
+        named = code == errors.NamespaceError.code
+        invalid = errors.NamespaceError if named else errors.ValidationError
+        exc = invalid(str(info.get("field", "")), str(info.get("rule", message)), message)
+    elif code in (errors.NotFoundError.code, errors.ForbiddenError.code) and "id" in info:
+        missing = code == errors.NotFoundError.code
+        exc = (errors.NotFoundError if missing else errors.ForbiddenError)(str(info["id"]))
         exc.message = message
         exc.args = (message,)
     elif code in _SIMPLE:
         exc = _SIMPLE[code](message)
     else:
-        exc = ServerError(message, code=code, status=status)
+        exc = errors.ServerError(message, code=code, status=status)
     return exc
 
 
@@ -167,17 +153,17 @@ def _number(info: dict[str, Any], cast: Callable[[Any], N]) -> N:
         return cast(0)
 
 
-def _timeout(info: dict[str, Any], message: str) -> StoreTimeoutError:
+def _timeout(info: dict[str, Any], message: str) -> errors.StoreTimeoutError:
     limit = _number(info, float)
-    exc = StoreTimeoutError(limit, str(info.get("setting") or "STATEMENT_TIMEOUT_SECONDS"))
+    exc = errors.StoreTimeoutError(limit, str(info.get("setting") or "STATEMENT_TIMEOUT_SECONDS"))
     exc.message = message
     exc.args = (message,)
     return exc
 
 
-def _limit(info: dict[str, Any], message: str) -> LimitError:
+def _limit(info: dict[str, Any], message: str) -> errors.LimitError:
     limit = _number(info, int)
-    exc = LimitError(str(info.get("field", "")), str(info.get("setting", "")), limit, 0)
+    exc = errors.LimitError(str(info.get("field", "")), str(info.get("setting", "")), limit, 0)
     exc.rule = str(info.get("rule", message))
     exc.message = message
     exc.args = (message,)
