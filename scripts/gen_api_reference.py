@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
+import typing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,26 @@ def _bases(cls: type) -> str:
     return f"({', '.join(names)})" if names else ""
 
 
+def _typed_dict_keys(cls: type) -> list[str]:
+    """A TypedDict's keys with their types (the keyword options a face takes)."""
+    hints = typing.get_type_hints(cls)
+    optional = getattr(cls, "__optional_keys__", frozenset())
+    return [f"- `{key}: {_annotation(hint)}`" + ("" if key in optional else " (required)")
+            for key, hint in hints.items()]  # fmt: skip
+
+
+def _annotation(hint: Any) -> str:
+    text = inspect.formatannotation(hint)
+    for prefix in ("typing.", "collections.abc.", "datetime."):
+        text = text.replace(prefix, "")
+    return text.replace("NoneType", "None")
+
+
 def render_class(name: str, cls: type) -> list[str]:
+    if typing.is_typeddict(cls):
+        out = [f"## `{name}`", "", f"`class {name}(TypedDict, total=False)`", ""]
+        doc = inspect.getdoc(cls)
+        return out + ([doc, ""] if doc else []) + ["Keys:", "", *_typed_dict_keys(cls), ""]
     out = [f"## `{name}`", "", f"`class {name}{_bases(cls)}`", ""]
     init = _owned(cls, "__init__")
     if init is not None or _is_record(cls):
