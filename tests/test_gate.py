@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import memchentic
-from memchentic import Memory
+from memchentic import Memory, Principal
 from memchentic.errors import ForbiddenError
 from memchentic.store.base import MemoryFilter
 
@@ -138,3 +138,15 @@ def test_a_view_shares_the_parts_and_has_its_own_gate(tmp_path: Path) -> None:
         assert view.principal.name == "carol" and mem.principal.trusted
         view.close()  # the parent closes the parts: the memory still works
         assert mem.add("still open").status == "added"
+
+
+def test_a_memorys_principal_cannot_be_swapped_behind_the_gates_back(tmp_path: Path) -> None:
+    """The gate holds the caller: assigning ``principal`` on a Memory would leave the
+    gate acting as before (a view that looks restricted and is not), so it is
+    refused; a view of another identity is made with ``for_identity``."""
+    with Memory(path=tmp_path / "m.db", embedder="hash") as mem:
+        with pytest.raises(AttributeError, match="for_identity"):
+            mem.principal = Principal("mallory", trusted=False)  # type: ignore[misc]
+        assert mem.principal.trusted
+        mem.directory.create_identity("alice")
+        assert not mem.for_identity("alice").principal.trusted

@@ -145,6 +145,8 @@ class Memory:
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _PARTS:  # every service reads its parts at each call
             setattr(self._parts, name, value)
+        elif name == "principal":  # the gate's: set here, it would change nothing
+            raise AttributeError("a memory's principal is fixed: use as_identity or for_identity")
         else:
             object.__setattr__(self, name, value)
 
