@@ -22,7 +22,7 @@ a named method states (and, where it is cheap, checks) what it needs. The checks
 - changes of one memory (:meth:`update`, :meth:`delete`, edges) take what
   :meth:`writable` returned inside the same :meth:`write` transaction;
 - whole-store jobs (:meth:`replace_vectors`, :meth:`set_meta`, :meth:`prune_events`,
-  :meth:`adopt_language`) are the trusted local principal's only.
+  :meth:`adopt_language`, :meth:`adopt_rules`) are the trusted local principal's only.
 
 A view for another identity (``Memory.for_identity``) is a new gate over the same
 parts.
