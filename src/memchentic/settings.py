@@ -378,6 +378,24 @@ class Settings(BaseSettings):
     context_graph_seeds: int = _env(
         "CONTEXT_GRAPH_SEEDS", 3, "Top hits whose graph neighbours fill 'graph relations'.", ge=0
     )
+    context_excerpt_over_chars: int = _env(
+        "CONTEXT_EXCERPT_OVER_CHARS",
+        1200,
+        "Under a budget, a search hit longer than this is offered as its best passage, "
+        "an excerpt naming its memory (0 = always whole).",
+        ge=0,
+    )
+    context_excerpt_chars: int = _env(
+        "CONTEXT_EXCERPT_CHARS", 600, "Most characters of an excerpt's passage.", ge=80
+    )
+    context_duplicate_cosine: float = _env(
+        "CONTEXT_DUPLICATE_COSINE",
+        0.95,
+        "A search hit this close (vector cosine) to a better one of its session that is "
+        "shown is left out of a context (0 = never).",
+        ge=0,
+        le=1,
+    )
     session_summary_min_turns: int = _env(
         "SESSION_SUMMARY_MIN_TURNS", 4, "maintain() summarises sessions with this many turns.", ge=1
     )

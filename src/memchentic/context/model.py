@@ -27,7 +27,10 @@ class ContextItem:
     ``source`` is ``memory``, ``turn`` or ``edge``, and ``id`` the id of that
     memory, turn or edge; ``type`` is the memory's type, the turn's role or the
     edge's kind. ``score`` orders items inside their section and decides which
-    are dropped first under a budget (it is never rendered).
+    are dropped first under a budget (it is never rendered). ``excerpt``: the
+    text is a passage of the memory, not all of it; the text then says so and
+    names the memory (``[excerpt of memory <id>] … passage …``), so the whole
+    can be fetched with ``get(id)``.
     """
 
     id: str
@@ -36,6 +39,7 @@ class ContextItem:
     section: str
     source: str = "memory"
     type: str | None = None
+    excerpt: bool = False
 
     def line(self) -> str:
         return f"- {one_line(self.text)}"

@@ -12,8 +12,12 @@ graph), so a context holds only what the caller could read one memory at a time.
    a section by its type (``sections.TYPE_SECTIONS``); the graph neighbours of the
    best ``CONTEXT_GRAPH_SEEDS`` hits make the graph relations.
 4. With a budget, items are kept in ``KEEP_ORDER`` (then by score) while the
-   rendered block still fits; an item that does not fit is dropped whole.
+   rendered block still fits; an item that does not fit is dropped whole. A hit
+   longer than ``CONTEXT_EXCERPT_OVER_CHARS`` is offered as its best passage (an
+   excerpt that names its memory, ``context.excerpts``), and a hit that repeats a
+   shown hit of its session (``CONTEXT_DUPLICATE_COSINE``) is left out.
 5. Links: the edges between the memories that were kept.
+6. With room left, excerpts are shown whole again, best first, while the block fits.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING
 from .. import tracing
 from .. import validation as check
 from ..clock import as_utc
+from ..context.excerpts import best_window, excerpt_text, near_duplicates
 from ..context.model import Context, ContextItem, Section, one_line, render_sections
 from ..context.sections import (
     GOAL_TYPES,
@@ -42,6 +47,8 @@ from ..context.tokens import TokenCounter, get_counter
 from ..errors import ValidationError
 from ..record import MemoryRecord, SearchHit, Turn
 from ..reports import Neighbour
+from ..retrieval.cues import speaker_of
+from ..retrieval.rerank import QueryCues, doc_text, local_idf, query_cues
 from .gate import Gate, now_of
 from .parts import Parts
 from .sessions import resolve_session_id, session_working, turn_read_namespace
@@ -149,6 +156,10 @@ class _Collected:
     items: dict[str, list[ContextItem]] = field(default_factory=dict)
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     listed: list[MemoryRecord] = field(default_factory=list)
+    #: Memory id -> its whole item, for the hits offered as an excerpt.
+    whole: dict[str, ContextItem] = field(default_factory=dict)
+    #: Memory id -> the better hits of its session it nearly repeats.
+    twins: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, section: str, item: ContextItem, record: MemoryRecord | None = None) -> None:
         self.items.setdefault(section, []).append(item)
@@ -175,12 +186,14 @@ def build(mem: ContextOps, req: Request, now: datetime) -> Context:
         if flt.namespaces != [] and req.query is not None and req.query.strip():
             _searched(mem, req, flt, now, got)  # a search: its own span, inside this one
     with tracing.span("memchentic.context.fit") as span:
-        kept, dropped = _fit(got.items, req.budget_tokens, counter)
+        kept, dropped = _fit(got.items, req.budget_tokens, counter, twins=got.twins)
         kept_ids = {i.id for items in kept.values() for i in items if i.source == "memory"}
         links = _links(mem, [r for r in got.records.values() if r.id in kept_ids])
         if links:
             more, gone = _fit({"links": links}, req.budget_tokens, counter, kept)
             kept, dropped = more, dropped + gone
+        if got.whole and req.budget_tokens is not None:
+            _widen(kept, got.whole, req.budget_tokens, counter)
         span.set_attribute("memchentic.dropped", len(dropped))
     sections = [Section(spec.name, spec.title, spec.stable, kept.get(spec.name, []))
                 for spec in SECTIONS]  # fmt: skip
@@ -230,9 +243,10 @@ def _narrow(
     return out
 
 
-def _memory_item(record: MemoryRecord, section: str, score: float, text: str | None = None
-                 ) -> ContextItem:  # fmt: skip
-    return ContextItem(record.id, text or record.text(), score, section, "memory", record.type)
+def _memory_item(record: MemoryRecord, section: str, score: float, text: str | None = None,
+                 excerpt: bool = False) -> ContextItem:  # fmt: skip
+    return ContextItem(record.id, text or record.text(), score, section, "memory", record.type,
+                       excerpt)  # fmt: skip
 
 
 def _stable(mem: ContextOps, flt: MemoryFilter, got: _Collected) -> None:
@@ -295,14 +309,29 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
                       namespace=req.namespace, limit=limit, as_of=req.as_of,
                       now=now)  # fmt: skip
     seeds: list[tuple[MemoryRecord, float]] = []
+    s = mem.parts.settings
+    hits = [h for h in hits if not got.taken(h.memory.id) and h.memory.type not in LISTED_TYPES]
+    long = s.context_excerpt_over_chars
+    cut = req.budget_tokens is not None and 0 < long < max((len(h.text) for h in hits), default=0)
+    cues = _cues(req.query, hits) if cut else None
     for hit in hits:
         record = hit.memory
-        if got.taken(record.id) or record.type in LISTED_TYPES:
-            continue
         section = section_for_hit(record.type, record.slot_key)
-        got.add(section, _memory_item(record, section, hit.score, hit.text), record)
-        if len(seeds) < mem.parts.settings.context_graph_seeds:
+        item = _memory_item(record, section, hit.score, hit.text)
+        if cues is not None and len(hit.text) > long:
+            window = best_window(hit.text, cues, s.context_excerpt_chars)
+            said = speaker_of(record.content, record.metadata)
+            got.whole[record.id] = item
+            item = replace(item, text=excerpt_text(hit.text, window, record.id, said),
+                           excerpt=True)  # fmt: skip
+        got.add(section, item, record)
+        if len(seeds) < s.context_graph_seeds:
             seeds.append((record, hit.score))
+    if s.context_duplicate_cosine > 0 and len(hits) > 1:
+        ids = [h.memory.id for h in hits]
+        sessions = {h.memory.id: h.memory.session_id for h in hits}
+        got.twins = near_duplicates(ids, sessions, mem.gate.vectors(ids),
+                                    s.context_duplicate_cosine)  # fmt: skip
     neighbors = mem.neighbors
     if neighbors is None:  # the graph is optional: no neighbours, no graph relations
         return
@@ -317,6 +346,13 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
             item = _memory_item(record, "graph_relations",
                                 score * NEIGHBOUR_DISCOUNT / found.depth, text)  # fmt: skip
             got.add("graph_relations", item, record)
+
+
+def _cues(query: str, hits: Sequence[SearchHit]) -> QueryCues:
+    """The query's words, each weighing its IDF among the hits (what tells them apart)."""
+    cues = query_cues(query)
+    docs = [doc_text(h.text) for h in hits]
+    return replace(cues, weights=local_idf(cues.terms, docs))
 
 
 def _in_scope(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
@@ -371,33 +407,71 @@ def _fit(
     budget: int | None,
     counter: TokenCounter,
     already: dict[str, list[ContextItem]] | None = None,
+    *,
+    twins: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, list[ContextItem]], list[ContextItem]]:
     """Keep the most important items whose rendered block fits ``budget`` tokens.
 
     Items are tried in ``KEEP_ORDER``, best score first; each stays only if the
     whole block (headings and separators included) still fits, so nothing is cut
     in half and a smaller, less important item may still fit after a large one was
-    dropped. Within a section, kept items keep their collected order. Returns the
-    kept items by section and the dropped ones, in the order they were tried."""
+    dropped. An item whose near-identical twin (``twins``: id -> better ids) is
+    already kept is left out, with or without a budget. Within a section, kept
+    items keep their collected order. Returns the kept items by section and the
+    dropped ones, in the order they were tried."""
     kept = {name: list(v) for name, v in (already or {}).items()}
-    if budget is None or counter.count(_render(_merged(kept, items))) <= budget:
-        return _merged(kept, items), []
+    twins = twins or {}
     order = {name: i for i, name in enumerate(KEEP_ORDER)}
     positions = {id(item): n for v in items.values() for n, item in enumerate(v)}
     candidates = sorted(
         (item for v in items.values() for item in v),
         key=lambda it: (order[it.section], -it.score, positions[id(it)]),
     )
+    shown = {i.id for v in kept.values() for i in v}
     dropped: list[ContextItem] = []
+    if budget is None or counter.count(_render(_merged(kept, items))) <= budget:
+        for item in candidates:  # everything fits: only repeats are left out
+            if any(t in shown for t in twins.get(item.id, ())):
+                dropped.append(item)
+            else:
+                shown.add(item.id)
+        gone = {id(item) for item in dropped}
+        every = _merged(kept, items)
+        return {n: [i for i in v if id(i) not in gone] for n, v in every.items()}, dropped
     for item in candidates:
+        if any(t in shown for t in twins.get(item.id, ())):
+            dropped.append(item)
+            continue
         section = kept.setdefault(item.section, [])
         trial = sorted([*section, item], key=lambda it: positions.get(id(it), -1))
         kept[item.section] = trial
         if counter.count(_render(kept)) <= budget:
+            shown.add(item.id)
             continue
         kept[item.section] = section
         dropped.append(item)
     return kept, dropped
+
+
+def _widen(
+    kept: dict[str, list[ContextItem]],
+    whole: dict[str, ContextItem],
+    budget: int,
+    counter: TokenCounter,
+) -> None:
+    """Show kept excerpts whole again (``whole``: id -> the whole item), in keep
+    order and best first, each while the block still fits ``budget``."""
+    order = {name: i for i, name in enumerate(KEEP_ORDER)}
+    shown = sorted(
+        (item for v in kept.values() for item in v if item.excerpt and item.id in whole),
+        key=lambda it: (order[it.section], -it.score),
+    )
+    for item in shown:
+        section = kept[item.section]
+        at = section.index(item)
+        section[at] = whole[item.id]
+        if counter.count(_render(kept)) > budget:
+            section[at] = item
 
 
 def _merged(
