@@ -30,6 +30,10 @@ class SearchBudgets:
     #: Isolated (untrusted) callers who see at most this many memories: keyword
     #: matches are found among their rows only (SEARCH_ISOLATED_SCAN_ROWS).
     isolated_scan_rows: int = 500
+    #: Rows whose vectors and keyword documents the isolated searches keep between
+    #: searches, all sets of namespaces together (:mod:`.isolated_cache`; about 1.5 kB
+    #: a row for 384-dimension vectors).
+    isolated_cache_rows: int = 60_000
     #: For tests and diagnostics: visible rows the isolated keyword stage has read
     #: (what the caller can see, never what other namespaces hold), and the
     #: isolated keyword searches that went through the shared index instead.

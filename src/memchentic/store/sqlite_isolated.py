@@ -30,6 +30,7 @@ import numpy as np
 
 from ..text import fts_phrase, keyword_text, query_words
 from .base import MemoryFilter
+from .isolated_cache import VisibleState, cache_of
 from .keywords import SearchBudgets
 from .sqlite_rows import where
 
@@ -75,7 +76,7 @@ class SQLiteIsolated(SearchBudgets):
                                           params).fetchone()[0])  # fmt: skip
         if not rows:
             return []
-        docs = self._doc_terms([(title, content, tags) for _, _, title, content, tags in rows])
+        docs = self._documents(rows, flt)
         terms = {t for _, t in pairs}
         freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
         avg_len = sum(length for _, length in docs) / len(docs) or 1.0
@@ -136,6 +137,20 @@ class SQLiteIsolated(SearchBudgets):
         matching.sort(key=lambda row: -row[0])
         return matching[: self.common_window], len(found)
 
+    def _documents(
+        self, rows: Sequence[Any], flt: MemoryFilter
+    ) -> list[tuple[dict[str, float], int]]:
+        """:meth:`_doc_terms` of ``rows`` (``rowid, id, title, content, tags``), those
+        of rows analysed before with the same text taken from the state of the
+        caller's namespaces."""
+        texts = [(title, content, tags) for _, _, title, content, tags in rows]
+        state = self._visible_state(flt)
+        if state is None:
+            return self._doc_terms(texts)
+        basis = (self.keyword_language, self.keyword_rules, self.title_weight)
+        keyed = [(row[0], text) for row, text in zip(rows, texts, strict=True)]
+        return state.documents(keyed, basis, self._doc_terms, self.isolated_cache_rows)
+
     def _doc_terms(
         self, rows: Sequence[tuple[str, str, str]]
     ) -> list[tuple[dict[str, float], int]]:
@@ -168,11 +183,83 @@ class SQLiteIsolated(SearchBudgets):
         rows = self.conn.execute(f"{select} WHERE {cond} LIMIT ?", (*params, cap + 1)).fetchall()
         return None if len(rows) > cap else rows
 
+    def _visible_state(self, flt: MemoryFilter) -> VisibleState | None:
+        """The cached state of ``flt``'s namespaces (:mod:`.isolated_cache`), or None
+        where none may be used: no namespace list, or inside a transaction (its reads
+        could hold rows that are never committed)."""
+        if not flt.namespaces or self.conn.in_transaction:
+            return None
+        return cache_of(self, self.isolated_cache_rows).state(flt.namespaces)
+
     def _vector_isolated(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[tuple[str, float]] | None:
         """Exact neighbours among the visible rows, or None when there are too many
-        of them to scan (the caller then uses the shared index with its filter)."""
+        of them to scan (the caller then uses the shared index with its filter).
+
+        The keys of the rows passing ``flt`` are read on every search; their vectors
+        come from the state of the caller's namespaces, brought up to the vector log
+        first (:meth:`VisibleState.catch_up`)."""
+        state = self._visible_state(flt)
+        if state is None:
+            return self._vector_isolated_read(vector, k, flt)
+        rows = self._at_most(
+            "SELECT m.rowid, m.id FROM memories m JOIN vectors v ON v.rowid = m.rowid",
+            flt, self.exact_vector_rows
+        )  # fmt: skip
+        if rows is None:
+            return None
+        if not rows or k <= 0:
+            return []
+        keys = [r[0] for r in rows]
+        with state.lock:
+            epoch, seq = self.conn.execute(_LOG_POSITION).fetchone()
+            state.catch_up(epoch, int(seq or 0), self._logged_keys)
+            matrix, row_norms, positions = state.vectors(keys, self._vectors_of)
+        if (positions < 0).any():  # a row deleted since its key was read
+            held = positions >= 0
+            positions = positions[held]
+            rows = [row for row, ok in zip(rows, held.tolist(), strict=True) if ok]
+            if not rows:
+                return []
+        query = np.asarray(vector, dtype=np.float32)
+        if matrix.shape[1] != query.shape[0]:
+            return self._vector_isolated_read(vector, k, flt)
+        # The rows in the order the statement gave them, as the uncached path reads
+        # them: a product's last bit depends on a row's place in the matrix.
+        norms = row_norms[positions] * (float(np.linalg.norm(query)) or 1.0)
+        norms[norms == 0] = 1.0
+        sims = (matrix[positions] @ query) / norms
+        return _top(sims, [r[1] for r in rows], k)
+
+    def _logged_keys(self, after: int, upto: int) -> list[int]:
+        """Keys of the vectors logged as changed in ``(after, upto]``."""
+        return [
+            key
+            for (key,) in self.conn.execute(
+                "SELECT DISTINCT key FROM vector_log WHERE seq > ? AND seq <= ?", (after, upto)
+            ).fetchall()
+        ]
+
+    def _vectors_of(self, keys: Sequence[int]) -> list[tuple[int, bytes]]:
+        """The stored vectors of ``keys`` (rows without one are left out)."""
+        out: list[tuple[int, bytes]] = []
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            out.extend(
+                self.conn.execute(
+                    f"SELECT rowid, embedding FROM vectors "
+                    f"WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+            )
+        return out
+
+    def _vector_isolated_read(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[tuple[str, float]] | None:
+        """:meth:`_vector_isolated` without the cache: the visible rows' vectors read
+        through SQL (inside a transaction)."""
         rows = self._at_most(
             "SELECT m.id, v.embedding FROM memories m JOIN vectors v ON v.rowid = m.rowid",
             flt, self.exact_vector_rows
@@ -188,5 +275,22 @@ class SQLiteIsolated(SearchBudgets):
         norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
         norms[norms == 0] = 1.0
         sims = (matrix @ query) / norms
-        order = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))[:k]
-        return [(ids[i], float(sims[i])) for i in order]
+        return _top(sims, ids, k)
+
+
+#: Where the vector log stands: the store's index epoch and its last sequence number.
+_LOG_POSITION = (
+    "SELECT (SELECT value FROM meta WHERE key = 'index_epoch'), "
+    "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_log')"
+)
+
+
+def _top(sims: np.ndarray, ids: Sequence[str], k: int) -> list[tuple[str, float]]:
+    """The ``k`` best of ``ids`` by similarity, ties by id: the order a full sort by
+    ``(-similarity, id)`` gives, sorting only the rows at or above the k-th best."""
+    chosen: Sequence[int] = range(len(ids))
+    if len(ids) > 4 * k and not np.isnan(sims).any():
+        kth = -np.partition(-sims, k - 1)[k - 1]
+        chosen = np.flatnonzero(sims >= kth).tolist()
+    order = sorted(chosen, key=lambda i: (-float(sims[i]), ids[i]))[:k]
+    return [(ids[i], float(sims[i])) for i in order]

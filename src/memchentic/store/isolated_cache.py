@@ -1,0 +1,212 @@
+"""What the isolated searches of one set of namespaces reuse between searches
+(the SQLite store's :mod:`.sqlite_isolated`; issue 36, item 4).
+
+An untrusted caller's search reads its visible rows on every search: their vectors
+for the exact scan, and the words of its keyword matches for BM25 statistics of
+the visible rows only. Both are kept here, per set of namespaces, so a search
+reads only what passes its filter (row ids) and what changed since:
+
+* **Vectors** (:meth:`VisibleState.vectors`): a matrix of the rows' float32
+  vectors and their norms, current to a position in the store's ``vector_log``
+  (every insert, re-embedding and deletion of a vector is logged there by
+  triggers, in every process). Before use, the entries logged since are read and
+  their rows dropped (read again when they next pass a filter); a new
+  ``index_epoch`` (a restore, a reindex) or a log that went back drops all.
+  Rows are only ever appended, never changed in place, so a search computes on
+  a snapshot outside the lock.
+* **Keyword documents** (:meth:`VisibleState.documents`): each matched row's
+  index terms with their counts and its length, kept with the row's title,
+  content and tags; a row whose text is no longer what was kept is analysed
+  again. Nothing to invalidate: the terms are a function of the text (and of the
+  store's keyword language, rules and title weight, which are checked too).
+
+Which rows a search may see is never cached: each search reads the keys of the
+rows passing its filter (namespaces, expiry, supersession, every field), and the
+state only supplies what those rows hold. A state is keyed by its namespaces, so
+it holds only rows of those namespaces, put there by searches that could read
+them. Not used inside a transaction (the reads could hold uncommitted rows).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+#: Sets of namespaces kept at most (each an identity's, or a scope of one).
+MAX_STATES = 256
+#: Analyses rows' texts: ``[(title, content, tags)] -> [(term counts, length)]``.
+Analyse = Callable[[Sequence[tuple[str, str, str]]], list[tuple[dict[str, float], int]]]
+#: Reads vectors: ``rowids -> [(rowid, float32 bytes)]`` (rows without one left out).
+ReadVectors = Callable[[Sequence[int]], list[tuple[int, bytes]]]
+
+
+class VisibleState:
+    """The cached vectors and keyword documents of one set of namespaces."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        #: The ``index_epoch`` and ``vector_log`` position the vectors are current to.
+        self.epoch: str | None = None
+        self.seq = -1
+        #: rowid -> row of ``matrix``; rows past ``size`` are spare capacity.
+        self.rows: dict[int, int] = {}
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.norms = np.zeros(0, dtype=np.float32)
+        self.size = 0
+        #: rowid -> ((title, content, tags), term counts, length)
+        self.docs: dict[int, tuple[tuple[str, str, str], dict[str, float], int]] = {}
+        self.doc_basis: Hashable = None
+
+    # --- vectors ------------------------------------------------------------------------
+    def catch_up(
+        self, epoch: str | None, seq: int, changed: Callable[[int, int], list[int]]
+    ) -> None:
+        """Drop the rows whose vectors changed since :attr:`seq` (``changed(after,
+        upto)`` reads their keys from the log), or every row on a new epoch, a log
+        that went back, or more changes than rows held (reading them again is
+        cheaper than reading the log). Under :attr:`lock`."""
+        if epoch != self.epoch or seq < self.seq or seq - self.seq > max(len(self.rows), 64):
+            self._drop_vectors()
+        elif seq > self.seq:
+            for key in changed(self.seq, seq):
+                self.rows.pop(key, None)
+        self.epoch, self.seq = epoch, seq
+
+    def _drop_vectors(self) -> None:
+        self.rows = {}
+        self.matrix = np.zeros((0, 0), dtype=np.float32)
+        self.norms = np.zeros(0, dtype=np.float32)
+        self.size = 0
+
+    def vectors(
+        self, keys: Sequence[int], read: ReadVectors
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(matrix, norms, positions)``: a snapshot of the held vectors with each
+        row's norm, and the position in it of each of ``keys`` (-1: the row has no
+        vector). Rows not held are read first. Under :attr:`lock`, after
+        :meth:`catch_up`."""
+        missing = [key for key in keys if key not in self.rows]
+        if missing:
+            found = read(missing)
+            if found and self.size and len(found[0][1]) != 4 * self.matrix.shape[1]:
+                self._drop_vectors()  # another model's vectors (a new epoch reads alike)
+                found = read(list(keys))
+            if found:
+                self._append(found)
+        if self.size > 2 * len(self.rows) + 1024:  # mostly dropped rows: keep the live ones
+            self._compact()
+        rows = self.rows
+        positions = np.fromiter((rows.get(key, -1) for key in keys), np.int64, len(keys))
+        return self.matrix[: self.size], self.norms[: self.size], positions
+
+    def _append(self, found: list[tuple[int, bytes]]) -> None:
+        block = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+        block = block.reshape(len(found), -1)
+        norms = np.linalg.norm(block, axis=1)
+        if self.size + len(found) > len(self.matrix):  # new arrays: snapshots keep theirs
+            capacity = max(2 * (self.size + len(found)), 256)
+            matrix = np.empty((capacity, block.shape[1]), dtype=np.float32)
+            grown = np.empty(capacity, dtype=norms.dtype)
+            if self.size:
+                matrix[: self.size] = self.matrix[: self.size]
+                grown[: self.size] = self.norms[: self.size]
+            self.matrix, self.norms = matrix, grown
+        end = self.size + len(found)
+        self.matrix[self.size : end] = block  # past every snapshot's end
+        self.norms[self.size : end] = norms
+        for offset, (key, _) in enumerate(found):
+            self.rows[key] = self.size + offset
+        self.size = end
+
+    def _compact(self) -> None:
+        keys = list(self.rows)
+        at = np.fromiter(self.rows.values(), dtype=np.int64, count=len(keys))
+        self.matrix = self.matrix[at].copy()
+        self.norms = self.norms[at].copy()
+        self.rows = {key: i for i, key in enumerate(keys)}
+        self.size = len(keys)
+
+    # --- keyword documents -----------------------------------------------------------------
+    def documents(
+        self,
+        rows: Sequence[tuple[int, tuple[str, str, str]]],
+        basis: Hashable,
+        analyse: Analyse,
+        limit: int,
+    ) -> list[tuple[dict[str, float], int]]:
+        """Each row's ``(term counts, length)``: kept ones whose text is unchanged, the
+        others analysed (in one call) and kept; ``basis`` names what the analysis
+        depends on beside the text (a change drops all); at most ``limit`` kept."""
+        with self.lock:
+            if basis != self.doc_basis or len(self.docs) > limit:
+                self.docs, self.doc_basis = {}, basis
+            docs = self.docs
+            out: list[tuple[dict[str, float], int] | None] = []
+            todo: list[int] = []
+            for i, (key, text) in enumerate(rows):
+                kept = docs.get(key)
+                if kept is not None and kept[0] == text:
+                    out.append((kept[1], kept[2]))
+                else:
+                    out.append(None)
+                    todo.append(i)
+        if todo:
+            fresh = analyse([rows[i][1] for i in todo])
+            with self.lock:
+                for i, doc in zip(todo, fresh, strict=True):
+                    out[i] = doc
+                    if self.doc_basis == basis:
+                        self.docs[rows[i][0]] = (rows[i][1], doc[0], doc[1])
+        return [doc for doc in out if doc is not None]
+
+    def held(self) -> int:
+        """Rows held (vectors and documents), for the cache's budget."""
+        return self.size + len(self.docs)
+
+
+class IsolatedCache:
+    """The :class:`VisibleState` of each set of namespaces, the least recently used
+    dropped while they hold more than ``budget`` rows together."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._states: OrderedDict[tuple[str, ...], VisibleState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def state(self, namespaces: Sequence[str]) -> VisibleState:
+        key = tuple(sorted(set(namespaces)))
+        with self._lock:
+            found = self._states.get(key)
+            if found is None:
+                found = self._states[key] = VisibleState()
+            else:
+                self._states.move_to_end(key)
+            self._trim()
+            return found
+
+    def _trim(self) -> None:
+        """Drop the least recently used states (never the newest) while there are more
+        than :data:`MAX_STATES` or they hold more than :attr:`budget` rows."""
+        total = sum(state.held() for state in self._states.values())
+        while len(self._states) > 1 and (total > self.budget or len(self._states) > MAX_STATES):
+            _, oldest = self._states.popitem(last=False)
+            total -= oldest.held()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._states.clear()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+def cache_of(store: Any, budget: int) -> IsolatedCache:
+    """``store``'s cache, made on first use (once, whichever thread gets there first)."""
+    cache: IsolatedCache | None = store.__dict__.get("_isolated_cache")
+    if cache is None:
+        cache = store.__dict__.setdefault("_isolated_cache", IsolatedCache(budget))
+    return cache
