@@ -62,6 +62,7 @@ def serve(
     from ..logs import json_line, uvicorn_config
     from ..server.app import SERVE_CONSOLE_ENV, SERVE_MCP_ENV
     from ..server.auth import KeyRing
+    from ..server.threads import limit_blas_threads
 
     location = store or settings().default_store
     with memory(ctx, location, embedder) as mem:  # fail early: bad store, wrong embedder
@@ -75,6 +76,7 @@ def serve(
         # intra-op thread per request keeps them from contending for the cores
         # (docs/server.md, "Embedder threads").
         os.environ["MEMCHENTIC_LOCAL_EMBEDDER_THREADS"] = "1"
+    limit_blas_threads()  # and one BLAS thread, for this process and its workers
     os.environ[SERVE_MCP_ENV] = "0" if no_mcp else "1"
     os.environ[SERVE_CONSOLE_ENV] = "0" if no_console else "1"
     console = err()

@@ -1,0 +1,43 @@
+"""One BLAS thread per server process (issue 36, item 4).
+
+numpy's BLAS (OpenBLAS) splits every matrix product above a few thousand
+elements across a pool of threads, one per core. A server already runs a
+request per thread, and its workers share the cores: each product then waits
+for pool threads that the other requests are using. On the 2-core development
+machine under load, 8 clients of one worker got 13.9 requests/s with the pool
+and 70.3 with one BLAS thread (``bench/http_load.py --clients 8``, SQLite, the
+same run). The products of a search are small (an identity's rows times the
+query), so one thread loses nothing.
+
+``memchentic serve`` limits each worker to one BLAS thread unless the
+environment names a count (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` or
+``MKL_NUM_THREADS``), as it does for the embedder's threads (docs/server.md).
+The limit is set through ``threadpoolctl`` when it is installed (it comes with
+the ``local`` extra); without it, the environment variable it also sets reaches
+workers started after it (``--workers`` of 2 or more).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+#: The variables that name a BLAS thread count; one set by the user is kept.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_blas_threads(threads: int = 1) -> bool:
+    """Run this process's BLAS on ``threads`` threads unless the environment names a
+    count; whether a limit was set in the running process (False: the environment
+    named one, or ``threadpoolctl`` is not installed)."""
+    if any(os.environ.get(name) for name in BLAS_THREAD_VARIABLES):
+        return False
+    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)  # processes started from here
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return False
+    with contextlib.suppress(Exception):  # an unknown BLAS build: leave it as it is
+        threadpool_limits(threads, user_api="blas")
+        return True
+    return False

@@ -1,0 +1,44 @@
+"""``memchentic serve`` runs BLAS on one thread per process (server/threads.py; issue
+36, item 4): a thread pool per product only makes concurrent requests wait."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from memchentic.server.threads import BLAS_THREAD_VARIABLES, limit_blas_threads
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+
+def _blas_threads() -> list[int]:
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+
+@pytest.fixture
+def restore_blas():
+    before = threadpoolctl.threadpool_info()
+    yield
+    for pool in before:
+        if pool["user_api"] == "blas":
+            threadpoolctl.threadpool_limits(pool["num_threads"], user_api="blas")
+
+
+def test_one_blas_thread_unless_the_environment_names_a_count(
+    monkeypatch: pytest.MonkeyPatch, restore_blas: None
+):
+    for name in BLAS_THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert limit_blas_threads() is True
+    assert _blas_threads() and set(_blas_threads()) == {1}
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"  # for the workers it starts
+
+
+def test_a_count_the_user_set_is_kept(monkeypatch: pytest.MonkeyPatch, restore_blas: None):
+    threadpoolctl.threadpool_limits(2, user_api="blas")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert limit_blas_threads() is False
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert set(_blas_threads()) == {2}
