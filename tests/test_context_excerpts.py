@@ -192,3 +192,18 @@ def test_a_near_identical_hit_of_the_same_session_is_left_out(
     off = make_mem("off", embedder=MarkedEmbedder(), settings=Settings(context_duplicate_cosine=0))
     ids = {log(off, "user: my twin sister is Mia"), log(off, "user: my twin sister is Mia.")}
     assert ids <= set(off.context("twin sister", user_id="u", budget_tokens=500).memory_ids)
+
+
+def test_a_large_budget_searches_enough_hits_to_fill_it(make_mem: Callable[..., Memory]) -> None:
+    mem = make_mem(settings=Settings(context_search_limit=5, context_fill_tokens_per_hit=50))
+    for n in range(12):
+        log(mem, f"user: note {n} about the garden and its roses", session=f"s{n}")
+    shown = len(mem.context("garden roses", user_id="u", budget_tokens=600).memory_ids)
+    assert shown == 12  # 600 / 50 = 12 hits asked for
+    assert len(mem.context("garden roses", user_id="u", budget_tokens=200).memory_ids) == 5
+    assert len(mem.context("garden roses", user_id="u").memory_ids) == 5
+    assert len(mem.context("garden roses", user_id="u", limit=3, budget_tokens=600).memory_ids) == 3
+    off = make_mem("off", settings=Settings(context_search_limit=5, context_fill_tokens_per_hit=0))
+    for n in range(12):
+        log(off, f"user: note {n} about the garden and its roses", session=f"s{n}")
+    assert len(off.context("garden roses", user_id="u", budget_tokens=600).memory_ids) == 5

@@ -378,6 +378,13 @@ class Settings(BaseSettings):
     context_graph_seeds: int = _env(
         "CONTEXT_GRAPH_SEEDS", 3, "Top hits whose graph neighbours fill 'graph relations'.", ge=0
     )
+    context_fill_tokens_per_hit: int = _env(
+        "CONTEXT_FILL_TOKENS_PER_HIT",
+        40,
+        "With a budget, a context searches for at least budget / this many hits, so a large "
+        "budget is filled (0 = CONTEXT_SEARCH_LIMIT only).",
+        ge=0,
+    )
     context_excerpt_over_chars: int = _env(
         "CONTEXT_EXCERPT_OVER_CHARS",
         1200,

@@ -54,6 +54,7 @@ from .parts import Parts
 from .sessions import resolve_session_id, session_working, turn_read_namespace
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from ..store.base import MemoryFilter
 
 #: Characters (at most) of each end's text a link line quotes, cut at a word boundary.
@@ -304,7 +305,7 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
               ) -> None:  # fmt: skip
     """One search; each hit to its section by type; neighbours of the best hits."""
     assert req.query is not None
-    limit = req.search_limit or mem.parts.settings.context_search_limit
+    limit = req.search_limit or _search_limit(mem.parts.settings, req.budget_tokens)
     hits = mem.search(req.query, user_id=req.user_id, agent_id=req.agent_id,
                       namespace=req.namespace, limit=limit, as_of=req.as_of,
                       now=now)  # fmt: skip
@@ -346,6 +347,15 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
             item = _memory_item(record, "graph_relations",
                                 score * NEIGHBOUR_DISCOUNT / found.depth, text)  # fmt: skip
             got.add("graph_relations", item, record)
+
+
+def _search_limit(s: Settings, budget: int | None) -> int:
+    """``CONTEXT_SEARCH_LIMIT`` hits, or enough to fill the budget at
+    ``CONTEXT_FILL_TOKENS_PER_HIT`` tokens a hit (at most ``SEARCH_MAX_LIMIT``)."""
+    per_hit = s.context_fill_tokens_per_hit
+    if budget is None or per_hit <= 0:
+        return s.context_search_limit
+    return max(s.context_search_limit, min(-(-budget // per_hit), s.search_max_limit))
 
 
 def _cues(query: str, hits: Sequence[SearchHit]) -> QueryCues:
