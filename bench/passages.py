@@ -247,9 +247,12 @@ class Tally:
         self.long_evidence += sum(1 for i in evidence if i in owners)
 
 
-def _lme_metrics(ranked: Sequence[str], q: lme.Question) -> dict[str, float]:
+def _lme_metrics(ranked: Sequence[str], q: lme.Question, long: set[str]) -> dict[str, float]:
+    """Turn recall@k and MRR, and ``long@10``: the share of the first ten turns
+    that have passages (what passages do to the top when they do not help)."""
     m = lme.question_metrics(ranked, q.evidence, q.answer_sessions)
-    return {f"r@{k}": m[f"turn_recall@{k}"] for k in KS} | {"mrr": m["mrr"]}
+    share = sum(1 for key in ranked[:10] if key in long) / max(len(ranked[:10]), 1)
+    return {f"r@{k}": m[f"turn_recall@{k}"] for k in KS} | {"mrr": m["mrr"], "long@10": share}
 
 
 def run_longmemeval(
@@ -268,12 +271,13 @@ def run_longmemeval(
         passages = passages_of(texts, splitter, threshold, emb)
         tally.count(passages, len(texts), [i for i, k in enumerate(q.keys) if k in q.evidence])
         group = lme.TYPE_SHORT.get(q.type, q.type)
+        long = {q.keys[i] for i in passages.owner.tolist()}
         for name, s in dense_scores(whole, passages, query).items():
             ranked = [q.keys[i] for i in top(s, lme.LIMIT)]
-            tally.add(f"dense {name}", _lme_metrics(ranked, q), group)
+            tally.add(f"dense {name}", _lme_metrics(ranked, q, long), group)
         if fused:
             for name, ranked in _fused_lme(q, emb, whole, passages, settings).items():
-                tally.add(name, _lme_metrics(ranked, q), group)
+                tally.add(name, _lme_metrics(ranked, q, long), group)
         progress(f"longmemeval {n}/{len(questions)}: {passages.long_turns} long turns, "
                  f"{len(passages.owner)} passages, {time.perf_counter() - t0:.0f} s")  # fmt: skip
     return tally
@@ -369,6 +373,8 @@ def _fused_locomo(
 # --- report -------------------------------------------------------------------------
 def format_tally(title: str, tally: Tally) -> str:
     cols = [*(f"r@{k}" for k in KS), "mrr"]
+    if all("long@10" in m for rows in tally.rows.values() for _, m in rows):
+        cols.append("long@10")
     lines = [
         f"{title}: {len(next(iter(tally.rows.values()), []))} questions, {tally.turns} turns, "
         f"{tally.long_turns} over the threshold ({tally.long_turns / max(tally.turns, 1):.1%}) "
