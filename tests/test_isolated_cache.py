@@ -114,7 +114,9 @@ def test_a_state_holds_only_rows_of_its_namespaces(shared: Memory):
     for namespaces, state in cache._states.items():
         allowed = _rowids(shared, list(namespaces))
         assert state.rows and set(state.rows) <= allowed, namespaces
-        assert state.docs and set(state.docs) <= allowed, namespaces
+        for kind, kept in state.kept.items():
+            assert set(kept) <= allowed, (namespaces, kind)
+        assert state.kept["documents"] or state.kept["words"], namespaces
     bob_only = cache._states[("user:bob",)]
     assert set(bob_only.rows) == _rowids(shared, ["user:bob"])
 
@@ -276,3 +278,17 @@ def _fresh_vectors(mem: Memory, flt: MemoryFilter, vector: np.ndarray) -> Any:
     store: Any = mem.store
     with store.write():
         return store.vector_search(vector, 10, flt)
+
+
+def test_a_row_without_a_vector_is_left_out_as_before(shared: Memory):
+    flt = _filter(shared, "bob")
+    store: Any = shared.store
+    first = _stages(shared, flt, "green tea")[0][0][0]
+    with store.write():  # a damaged store: a memory without its vector
+        store.conn.execute(
+            "DELETE FROM vectors WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)",
+            (first,),
+        )
+    vector_hits, keyword_hits = _stages(shared, flt, "green tea")
+    assert first not in {h for h, _ in vector_hits}
+    assert (vector_hits, keyword_hits) == _fresh(shared, flt, "green tea")

@@ -14,11 +14,12 @@ reads only what passes its filter (row ids) and what changed since:
   ``index_epoch`` (a restore, a reindex) or a log that went back drops all.
   Rows are only ever appended, never changed in place, so a search computes on
   a snapshot outside the lock.
-* **Keyword documents** (:meth:`VisibleState.documents`): each matched row's
-  index terms with their counts and its length, kept with the row's title,
-  content and tags; a row whose text is no longer what was kept is analysed
-  again. Nothing to invalidate: the terms are a function of the text (and of the
-  store's keyword language, rules and title weight, which are checked too).
+* **Keyword documents and words** (:meth:`VisibleState.analysed`): each
+  matched row's index terms with their counts and its length, and each scanned
+  row's words, kept with the row's title, content and tags; a row whose text is
+  no longer what was kept is analysed again. Nothing to invalidate: the
+  analyses are a function of the text (and of the store's keyword language,
+  rules and title weight, which are checked too).
 
 Which rows a search may see is never cached: each search reads the keys of the
 rows passing its filter (namespaces, expiry, supersession, every field), and the
@@ -38,8 +39,8 @@ import numpy as np
 
 #: Sets of namespaces kept at most (each an identity's, or a scope of one).
 MAX_STATES = 256
-#: Analyses rows' texts: ``[(title, content, tags)] -> [(term counts, length)]``.
-Analyse = Callable[[Sequence[tuple[str, str, str]]], list[tuple[dict[str, float], int]]]
+#: Analyses rows' texts: ``[(title, content, tags)] -> [an analysis of each]``.
+Analyse = Callable[[Sequence[tuple[str, str, str]]], list[Any]]
 #: Reads vectors: ``rowids -> [(rowid, float32 bytes)]`` (rows without one left out).
 ReadVectors = Callable[[Sequence[int]], list[tuple[int, bytes]]]
 
@@ -57,9 +58,13 @@ class VisibleState:
         self.matrix = np.zeros((0, 0), dtype=np.float32)
         self.norms = np.zeros(0, dtype=np.float32)
         self.size = 0
-        #: rowid -> ((title, content, tags), term counts, length)
-        self.docs: dict[int, tuple[tuple[str, str, str], dict[str, float], int]] = {}
-        self.doc_basis: Hashable = None
+        #: Grows with every change of the held rows; the last :meth:`vectors` answer,
+        #: for that version and those keys.
+        self.version = 0
+        self._ordered: tuple[int, list[int], tuple[np.ndarray, np.ndarray, Any]] | None = None
+        #: kind -> rowid -> ((title, content, tags), what the keyword stage made of it)
+        self.kept: dict[str, dict[int, tuple[tuple[str, str, str], Any]]] = {}
+        self.basis: Hashable = None
 
     # --- vectors ------------------------------------------------------------------------
     def catch_up(
@@ -73,37 +78,50 @@ class VisibleState:
             self._drop_vectors()
         elif seq > self.seq:
             for key in changed(self.seq, seq):
-                self.rows.pop(key, None)
+                if self.rows.pop(key, None) is not None:
+                    self.version += 1
         self.epoch, self.seq = epoch, seq
 
     def _drop_vectors(self) -> None:
+        self.version += 1
         self.rows = {}
         self.matrix = np.zeros((0, 0), dtype=np.float32)
         self.norms = np.zeros(0, dtype=np.float32)
         self.size = 0
 
     def vectors(
-        self, keys: Sequence[int], read: ReadVectors
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(matrix, norms, positions)``: a snapshot of the held vectors with each
-        row's norm, and the position in it of each of ``keys`` (-1: the row has no
-        vector). Rows not held are read first. Under :attr:`lock`, after
-        :meth:`catch_up`."""
+        self, keys: list[int], read: ReadVectors
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(matrix, norms, held)``: the vectors of ``keys`` in their order (rows
+        without one left out), each one's norm, and which of ``keys`` have one
+        (None: all). Rows not held are read first. Under :attr:`lock`, after
+        :meth:`catch_up`. The arrays are new (never changed afterwards), and kept
+        for the next call with the same keys while no held row changes."""
+        last = self._ordered
+        if last is not None and last[0] == self.version and last[1] == keys:
+            return last[2]
         missing = [key for key in keys if key not in self.rows]
         if missing:
             found = read(missing)
             if found and self.size and len(found[0][1]) != 4 * self.matrix.shape[1]:
                 self._drop_vectors()  # another model's vectors (a new epoch reads alike)
-                found = read(list(keys))
+                found = read(keys)
             if found:
                 self._append(found)
         if self.size > 2 * len(self.rows) + 1024:  # mostly dropped rows: keep the live ones
             self._compact()
         rows = self.rows
         positions = np.fromiter((rows.get(key, -1) for key in keys), np.int64, len(keys))
-        return self.matrix[: self.size], self.norms[: self.size], positions
+        held = None
+        if (positions < 0).any():
+            held = positions >= 0
+            positions = positions[held]
+        out = (self.matrix[positions], self.norms[positions], held)
+        self._ordered = (self.version, keys, out)
+        return out
 
     def _append(self, found: list[tuple[int, bytes]]) -> None:
+        self.version += 1
         block = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
         block = block.reshape(len(found), -1)
         norms = np.linalg.norm(block, axis=1)
@@ -123,6 +141,7 @@ class VisibleState:
         self.size = end
 
     def _compact(self) -> None:
+        self.version += 1
         keys = list(self.rows)
         at = np.fromiter(self.rows.values(), dtype=np.int64, count=len(keys))
         self.matrix = self.matrix[at].copy()
@@ -130,42 +149,46 @@ class VisibleState:
         self.rows = {key: i for i, key in enumerate(keys)}
         self.size = len(keys)
 
-    # --- keyword documents -----------------------------------------------------------------
-    def documents(
+    # --- what the keyword stage reads of each row -----------------------------------------
+    def analysed(
         self,
+        kind: str,
         rows: Sequence[tuple[int, tuple[str, str, str]]],
         basis: Hashable,
         analyse: Analyse,
         limit: int,
-    ) -> list[tuple[dict[str, float], int]]:
-        """Each row's ``(term counts, length)``: kept ones whose text is unchanged, the
-        others analysed (in one call) and kept; ``basis`` names what the analysis
-        depends on beside the text (a change drops all); at most ``limit`` kept."""
+    ) -> list[Any]:
+        """Each row's analysis of this ``kind`` (a keyword document, a row's words):
+        kept ones whose text is unchanged, the others analysed (in one call) and kept;
+        ``basis`` names what the analysis depends on beside the text (a change drops
+        all); at most ``limit`` kept of each kind."""
         with self.lock:
-            if basis != self.doc_basis or len(self.docs) > limit:
-                self.docs, self.doc_basis = {}, basis
-            docs = self.docs
-            out: list[tuple[dict[str, float], int] | None] = []
+            if basis != self.basis:
+                self.kept, self.basis = {}, basis
+            kept = self.kept.setdefault(kind, {})
+            if len(kept) > limit:
+                kept.clear()
+            out: list[Any] = []
             todo: list[int] = []
             for i, (key, text) in enumerate(rows):
-                kept = docs.get(key)
-                if kept is not None and kept[0] == text:
-                    out.append((kept[1], kept[2]))
+                found = kept.get(key)
+                if found is not None and found[0] == text:
+                    out.append(found[1])
                 else:
                     out.append(None)
                     todo.append(i)
         if todo:
             fresh = analyse([rows[i][1] for i in todo])
             with self.lock:
-                for i, doc in zip(todo, fresh, strict=True):
-                    out[i] = doc
-                    if self.doc_basis == basis:
-                        self.docs[rows[i][0]] = (rows[i][1], doc[0], doc[1])
-        return [doc for doc in out if doc is not None]
+                for i, value in zip(todo, fresh, strict=True):
+                    out[i] = value
+                    if self.basis == basis and kept is self.kept.get(kind):
+                        kept[rows[i][0]] = (rows[i][1], value)
+        return out
 
     def held(self) -> int:
         """Rows held (vectors and documents), for the cache's budget."""
-        return self.size + len(self.docs)
+        return self.size + sum(len(rows) for rows in self.kept.values())
 
 
 class IsolatedCache:

@@ -23,7 +23,7 @@ import math
 import re
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,12 @@ class SQLiteIsolated(SearchBudgets):
         if not pairs or k <= 0:
             return []
         cond, params = where(flt)
-        scanned = self._scan_visible(pairs, flt)
+        # How many rows the caller sees decides the way (counted through the namespace
+        # index, as the scan reads them): the scan's own rows when few, the index else.
+        visible = self._visible_count(flt)
+        scanned = None
+        if visible is not None and visible <= self.isolated_scan_rows:
+            scanned = self._scan_visible(pairs, flt)
         if scanned is not None:
             rows, total = scanned
         else:
@@ -72,8 +77,10 @@ class SQLiteIsolated(SearchBudgets):
                 (match, *params, self.common_window),
             ).fetchall()
             self.keyword_index_searches += 1
-            total = int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {cond}",
-                                          params).fetchone()[0])  # fmt: skip
+            total = (
+                visible if visible is not None else int(self.conn.execute(
+                    f"SELECT COUNT(*) FROM memories m WHERE {cond}", params).fetchone()[0])
+            )  # fmt: skip
         if not rows:
             return []
         docs = self._documents(rows, flt)
@@ -88,6 +95,19 @@ class SQLiteIsolated(SearchBudgets):
             scored.append((score, rowid, memory_id))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         return [(memory_id, score) for score, _, memory_id in scored[:k]]
+
+    def _visible_count(self, flt: MemoryFilter) -> int | None:
+        """How many rows pass ``flt``, counted through the namespace index (work in
+        proportion to the caller's rows); None without a namespace list."""
+        if not flt.namespaces:
+            return None
+        cond, params = where(flt)
+        return int(
+            self.conn.execute(
+                f"SELECT COUNT(*) FROM memories m INDEXED BY ix_memories_namespace WHERE {cond}",
+                params,
+            ).fetchone()[0]
+        )
 
     def _scan_visible(
         self, pairs: Sequence[tuple[str, str]], flt: MemoryFilter
@@ -114,11 +134,7 @@ class SQLiteIsolated(SearchBudgets):
         for word, term in pairs:
             wanted.setdefault(word, set()).add(term)
         # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
-        language, rules = self.keyword_language, self.keyword_rules
-        words = [
-            set(_WORD.findall(keyword_text(f"{title} {content} {tags}", language, rules).lower()))
-            for _, _, title, content, tags in found
-        ]
+        words = self._row_words(found, flt)
         vocabulary = sorted(set().union(*words)) if words else []
         stems: dict[str, set[str]] = {}
         for start in range(0, len(vocabulary), 5000):
@@ -137,19 +153,42 @@ class SQLiteIsolated(SearchBudgets):
         matching.sort(key=lambda row: -row[0])
         return matching[: self.common_window], len(found)
 
+    def _row_words(self, rows: Sequence[Any], flt: MemoryFilter) -> list[set[str]]:
+        """The surface words of each of ``rows`` (``rowid, id, title, content, tags``)
+        as the index's tokenizer splits them; those of rows seen before with the same
+        text taken from the state of the caller's namespaces."""
+        return self._per_row("words", rows, flt, self._words_of)
+
+    def _words_of(self, texts: Sequence[tuple[str, str, str]]) -> list[set[str]]:
+        # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
+        language, rules = self.keyword_language, self.keyword_rules
+        return [
+            set(_WORD.findall(keyword_text(f"{title} {content} {tags}", language, rules).lower()))
+            for title, content, tags in texts
+        ]
+
     def _documents(
         self, rows: Sequence[Any], flt: MemoryFilter
     ) -> list[tuple[dict[str, float], int]]:
         """:meth:`_doc_terms` of ``rows`` (``rowid, id, title, content, tags``), those
         of rows analysed before with the same text taken from the state of the
         caller's namespaces."""
+        return self._per_row("documents", rows, flt, self._doc_terms)
+
+    def _per_row(
+        self,
+        kind: str,
+        rows: Sequence[Any],
+        flt: MemoryFilter,
+        analyse: Callable[[Sequence[tuple[str, str, str]]], list[Any]],
+    ) -> list[Any]:
         texts = [(title, content, tags) for _, _, title, content, tags in rows]
         state = self._visible_state(flt)
         if state is None:
-            return self._doc_terms(texts)
+            return analyse(texts)
         basis = (self.keyword_language, self.keyword_rules, self.title_weight)
         keyed = [(row[0], text) for row, text in zip(rows, texts, strict=True)]
-        return state.documents(keyed, basis, self._doc_terms, self.isolated_cache_rows)
+        return state.analysed(kind, keyed, basis, analyse, self.isolated_cache_rows)
 
     def _doc_terms(
         self, rows: Sequence[tuple[str, str, str]]
@@ -197,16 +236,15 @@ class SQLiteIsolated(SearchBudgets):
         """Exact neighbours among the visible rows, or None when there are too many
         of them to scan (the caller then uses the shared index with its filter).
 
-        The keys of the rows passing ``flt`` are read on every search; their vectors
-        come from the state of the caller's namespaces, brought up to the vector log
-        first (:meth:`VisibleState.catch_up`)."""
+        The keys of the rows passing ``flt`` are read on every search (through the
+        namespace index, in the order the uncached statement reads them, without its
+        join: a row without a vector, which a consistent store does not hold, is left
+        out by the state); their vectors come from the state of the caller's
+        namespaces, brought up to the vector log first (:meth:`VisibleState.catch_up`)."""
         state = self._visible_state(flt)
         if state is None:
             return self._vector_isolated_read(vector, k, flt)
-        rows = self._at_most(
-            "SELECT m.rowid, m.id FROM memories m JOIN vectors v ON v.rowid = m.rowid",
-            flt, self.exact_vector_rows
-        )  # fmt: skip
+        rows = self._at_most("SELECT m.rowid, m.id FROM memories m", flt, self.exact_vector_rows)
         if rows is None:
             return None
         if not rows or k <= 0:
@@ -215,21 +253,19 @@ class SQLiteIsolated(SearchBudgets):
         with state.lock:
             epoch, seq = self.conn.execute(_LOG_POSITION).fetchone()
             state.catch_up(epoch, int(seq or 0), self._logged_keys)
-            matrix, row_norms, positions = state.vectors(keys, self._vectors_of)
-        if (positions < 0).any():  # a row deleted since its key was read
-            held = positions >= 0
-            positions = positions[held]
+            # The rows in the order the statement gave them, as the uncached path
+            # reads them: a product's last bit depends on a row's place in the matrix.
+            matrix, row_norms, held = state.vectors(keys, self._vectors_of)
+        if held is not None:  # without a vector (deleted since its key was read)
             rows = [row for row, ok in zip(rows, held.tolist(), strict=True) if ok]
             if not rows:
                 return []
         query = np.asarray(vector, dtype=np.float32)
         if matrix.shape[1] != query.shape[0]:
             return self._vector_isolated_read(vector, k, flt)
-        # The rows in the order the statement gave them, as the uncached path reads
-        # them: a product's last bit depends on a row's place in the matrix.
-        norms = row_norms[positions] * (float(np.linalg.norm(query)) or 1.0)
+        norms = row_norms * (float(np.linalg.norm(query)) or 1.0)
         norms[norms == 0] = 1.0
-        sims = (matrix[positions] @ query) / norms
+        sims = (matrix @ query) / norms
         return _top(sims, [r[1] for r in rows], k)
 
     def _logged_keys(self, after: int, upto: int) -> list[int]:
