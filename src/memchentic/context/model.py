@@ -4,8 +4,9 @@
 ``str(ctx)`` is the prompt block: a markdown heading per non-empty section, one
 line per item, sections separated by a blank line, in the order of
 :data:`~memchentic.context.sections.SECTIONS`. Scores, ids and times are never
-rendered, so the stable part (``ctx.stable_prefix``) is byte-identical between
-calls while its memories do not change.
+rendered (but an excerpt names its memory's id, see :class:`ContextItem`), so the
+stable part (``ctx.stable_prefix``) is byte-identical between calls while its
+memories do not change.
 """
 
 from __future__ import annotations
