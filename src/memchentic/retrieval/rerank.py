@@ -47,6 +47,7 @@ from .profiles import Candidate
 
 __all__ = [
     "ANSWER_KINDS",
+    "DOC_CACHE",
     "SIGNALS",
     "WINDOW",
     "WORD_SIGNALS",
@@ -189,6 +190,8 @@ class DocText:
     words: frozenset[str]
     #: Folded words of the name of who said it (``metadata["speaker"]`` or ``role``).
     speaker: frozenset[str] = frozenset()
+    #: Adjacent pairs of ``terms`` (None: :func:`phrase` pairs them itself).
+    pairs: frozenset[tuple[str, str]] | None = None
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -197,11 +200,25 @@ def _folded(word: str) -> tuple[str, bool]:
     return fold(word), word not in STOPWORDS
 
 
+#: Texts whose :class:`DocText` is remembered: the stage reads its head hits' texts
+#: at every search, and the same memories come back search after search. (A
+#: DocText is a pure function of the text and speaker, so nothing goes stale.)
+DOC_CACHE = 2048
+
+
 def doc_text(text: str, speaker: str | None = None) -> DocText:
+    """``text`` (said by ``speaker``) as the signals read it; remembered for the
+    last :data:`DOC_CACHE` texts."""
+    return _doc_text(text, speaker)
+
+
+@functools.lru_cache(maxsize=DOC_CACHE)
+def _doc_text(text: str, speaker: str | None) -> DocText:
     pairs = [_folded(t) for t in _TOKEN.findall(text.lower())]
     terms = tuple(f for f, content in pairs if content)
     named = frozenset(fold(t) for t in _TOKEN.findall(speaker or ""))
-    return DocText(text, terms, frozenset(f for f, _ in pairs), named)
+    adjacent = frozenset(zip(terms, terms[1:], strict=False))
+    return DocText(text, terms, frozenset(f for f, _ in pairs), named, adjacent)
 
 
 # --- signals ----------------------------------------------------------------------------
@@ -252,7 +269,7 @@ def phrase(doc: DocText, q: QueryCues) -> float:
     total = sum(q.weights[a] + q.weights[b] for a, b in pairs)
     if total <= 0:
         return 0.0
-    have = set(zip(doc.terms, doc.terms[1:], strict=False))
+    have = doc.pairs if doc.pairs is not None else set(zip(doc.terms, doc.terms[1:], strict=False))
     return sum(q.weights[a] + q.weights[b] for a, b in pairs if (a, b) in have) / total
 
 
@@ -305,12 +322,14 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _NOT_NAMES = frozenset(MONTHS) | frozenset(_WEEKDAYS)
 
 
+@functools.lru_cache(maxsize=DOC_CACHE)
 def states(kind: str, text: str) -> bool:
     """True when ``text`` states a thing of ``kind`` (:data:`ANSWER_KINDS`): a
     number (digits or number words), a time (a year, a date in digits, a month,
     a weekday, a clock time, yesterday, last week, two years ago ...), a place (a
     capitalised name after in / at / to / from, or a place noun), a person (a
-    capitalised name inside a sentence, or a relation: mom, friend, boss ...)."""
+    capitalised name inside a sentence, or a relation: mom, friend, boss ...).
+    Remembered for the last :data:`DOC_CACHE` texts (the same hits come back)."""
     if kind == "person":  # a capitalised month or weekday is not a name
         return any((w := m.group(0).lower()) not in _NOT_NAMES and w not in STOPWORDS
                    for m in _STATES["person"].finditer(text))  # fmt: skip
