@@ -29,7 +29,6 @@ from .. import text
 from ..errors import NotAStoreError, StoreError
 from ..record import MemoryRecord
 from ..text import keyword_text
-from .base import RankRow
 from .keywords import LANGUAGE_KEY, RULES_KEY, parse_rules
 from .migrations.sqlite import KEYWORD_FUNCTION, MIGRATIONS, TOKENIZER, migrate
 from .sql_store import SqlStore
@@ -40,9 +39,7 @@ from .sqlite_extra import SQLiteExtras
 from .sqlite_files import make_folder, open_error, probe, store_leftovers, truncate_wal
 from .sqlite_rows import (
     COLUMNS,
-    RANK_COLUMNS,
     SELECT_COLUMNS,
-    rank_row,
     record_params,
     row_to_record,
 )
@@ -395,13 +392,6 @@ class SQLiteStore(SQLiteSearch, SQLiteExtras, SQLiteCheck, SqlStore):
     def get_many(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         records = map(row_to_record, self._by_ids(f"SELECT {SELECT_COLUMNS} FROM memories m", ids))
         return {record.id: record for record in records}
-
-    def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
-        select = f"SELECT m.id, {RANK_COLUMNS} FROM memories m"
-        if vectors:
-            select = (f"SELECT m.id, {RANK_COLUMNS}, v.embedding FROM memories m "
-                      "LEFT JOIN vectors v ON v.rowid = m.rowid")  # fmt: skip
-        return {row[0]: rank_row(row, 1) for row in self._by_ids(select, ids)}
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         rows = self._by_ids(

@@ -17,9 +17,20 @@ from ..clock import to_text
 from .base import MemoryFilter, SessionLine, SessionPoint, session_windows
 from .dialect import Dialect
 from .sqlite_rows import SQLITE, where
+from .sqlite_state import Entry, RankState, matcher
 
 #: Windows a statement names (SQLite caps the parameters of one).
 _CHUNK = 500
+
+
+def _line_order(e: Entry) -> tuple[str | None, str]:
+    return e.created, e.id
+
+
+def _point(e: Entry) -> tuple[str, datetime]:
+    """A session row's (id, created_at): the rows of a line have their time."""
+    assert e.rank.created_at is not None
+    return e.id, e.rank.created_at
 
 
 class SQLiteExtras:
@@ -35,6 +46,8 @@ class SQLiteExtras:
     if TYPE_CHECKING:  # provided by SQLiteStore
 
         def write(self) -> AbstractContextManager[None]: ...
+
+        def _rank_state(self) -> RankState | None: ...
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self.conn.execute(sql, params).fetchall()
@@ -73,6 +86,18 @@ class SQLiteExtras:
         windows = [(namespace, session, to_text(lo), to_text(hi))
                    for namespace, session, lo, hi in session_windows(points, reach)
                    if session]  # fmt: skip
+        state = self._rank_state()
+        match = None if state is None else matcher(flt)
+        if state is not None and match is not None:  # the same rows, from memory
+            found: dict[tuple[str, str], list[Entry]] = {}
+            for namespace, session, lo, hi in windows:
+                found.setdefault((namespace, session), []).extend(
+                    e for e in state.window(namespace, session, lo or "", hi or "") if match(e)
+                )
+            return [
+                [_point(e) for e in sorted(line, key=_line_order)]
+                for _, line in sorted(found.items()) if line
+            ]  # fmt: skip
         rows: list[Any] = []
         for start in range(0, len(windows), _CHUNK):
             part = windows[start : start + _CHUNK]

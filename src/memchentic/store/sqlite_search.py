@@ -24,6 +24,7 @@ from .base import MemoryFilter, RankRow, Similar
 from .keywords import choose_words
 from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row, where
+from .sqlite_state import RankState, matcher, state_of
 from .vectors import VectorIndex
 
 
@@ -39,6 +40,8 @@ class SQLiteSearch(SQLiteIsolated):
         def _index_path(self) -> Path: ...
 
         def write(self) -> AbstractContextManager[None]: ...
+
+        def _by_ids(self, select: str, ids: Sequence[str]) -> Iterator[Any]: ...
 
     def _by_rowids(
         self,
@@ -134,9 +137,19 @@ class SQLiteSearch(SQLiteIsolated):
         # Few rows fail a filter with no namespace or field restriction (expired or
         # superseded ones): ask for a little more than k, not four times as many.
         fetch = k + max(8, k // 4) if flt.is_unrestricted() else k * 4
+        # The rows read with the passing keys: RankRows are made of the k hits only.
+        read: dict[int, Any] | None = None if rows is None else {}
+        state = self._rank_state()
+        match = None if state is None else matcher(flt)
+
+        def passing_of(keys: list[int]) -> dict[int, str]:
+            if state is not None and match is not None:
+                return state.passing(keys, match, read)
+            return self._passing(keys, cond, params, read=read)
+
         while True:
             found = index.search(query, fetch)
-            passing = self._passing([key for key, _ in found], cond, params, rows)
+            passing = passing_of([key for key, _ in found])
             if len(passing) >= k or len(found) >= len(index):
                 break
             allowed = self.conn.execute(
@@ -145,13 +158,42 @@ class SQLiteSearch(SQLiteIsolated):
             ).fetchall()
             if len(allowed) <= self.exact_vector_rows:  # few rows pass: scan them exactly
                 found = index.scan(query, [r[0] for r in allowed], k)
-                passing = self._passing([key for key, _ in found], cond, params, rows)
+                passing = passing_of([key for key, _ in found])
                 break
             fetch *= 8
         # The index holds the exact float32 rows: its cosines are final.
-        hits = [(passing[key], cosine) for key, cosine in found if key in passing]
+        hits = [(passing[key], cosine, key) for key, cosine in found if key in passing]
         hits.sort(key=lambda item: (-item[1], item[0]))
-        return hits[:k]
+        if rows is not None and read is not None:
+            for memory_id, _, key in hits[:k]:
+                got = read[key]
+                rows[memory_id] = got if isinstance(got, RankRow) else rank_row(got, 2)
+        return [(memory_id, cosine) for memory_id, cosine, _ in hits[:k]]
+
+    def _rank_state(self) -> RankState | None:
+        """This connection's :class:`~.sqlite_state.RankState`, current; None inside a
+        transaction or for a large store (then the callers read SQL)."""
+        return state_of(self.conn, self._live_rows)
+
+    def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
+        state = self._rank_state()
+        if state is None:
+            select = f"SELECT m.id, {RANK_COLUMNS} FROM memories m"
+            if vectors:
+                select = (f"SELECT m.id, {RANK_COLUMNS}, v.embedding FROM memories m "
+                          "LEFT JOIN vectors v ON v.rowid = m.rowid")  # fmt: skip
+            return {row[0]: rank_row(row, 1) for row in self._by_ids(select, ids)}
+        found = [e for i in dict.fromkeys(ids) if (key := state.keys.get(i)) is not None
+                 and (e := state.entries.get(key)) is not None]  # fmt: skip
+        if not vectors:
+            return {e.id: e.rank for e in found}
+        blobs = dict(self._by_rowids("m.rowid, v.embedding", [e.key for e in found],
+                                     joined="JOIN vectors v ON v.rowid = m.rowid"))  # fmt: skip
+        return {
+            e.id: e.rank._replace(vector=np.frombuffer(blob, dtype=np.float32))
+            if (blob := blobs.get(e.key)) is not None else e.rank
+            for e in found
+        }  # fmt: skip
 
     def similar_many(
         self,
@@ -193,12 +235,21 @@ class SQLiteSearch(SQLiteIsolated):
         rank_rows: dict[str, RankRow] | None = None,
         *,
         with_vectors: bool = False,
+        read: dict[int, Sequence[Any]] | None = None,
     ) -> dict[int, str]:
         """The keys (rows) that pass the filter, with their ids; with ``rank_rows``,
         their :class:`RankRow` too (read from the same rows), with their vectors
-        when ``with_vectors``."""
+        when ``with_vectors``; with ``read``, the rows themselves by key (their
+        RankRow from column 2 on: :func:`rank_row`), for the caller to make the
+        RankRows it needs."""
         out: dict[int, str] = {}
         columns, joined = "m.rowid, m.id", ""
+        if read is not None:
+            columns += f", {RANK_COLUMNS}"
+            for row in self._by_rowids(columns, keys, cond, params):
+                out[row[0]] = row[1]
+                read[row[0]] = row
+            return out
         if rank_rows is not None:
             columns += f", {RANK_COLUMNS}"
             if with_vectors:

@@ -1,0 +1,146 @@
+"""The search's state of each store (issue 36, item 2): what a search reads of
+every memory without SQL (SQLite keeps it per connection, ``store/sqlite_state.py``)
+must follow every write, whoever makes it: the same ``Memory``, or another one
+on the same store (another connection, as another process would be).
+
+Each test searches through ``a`` (so its state is built), changes the store
+through ``b`` (or ``a`` itself), and checks that ``a``'s next search sees the
+change and ranks exactly as a ``Memory`` opened afterwards (with no state yet).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memchentic import Memory
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+NOW = T0 + timedelta(days=2)
+QUERY = "what did we say about the hiking trip to the lake"
+
+TURNS = [
+    # (session, minute, text)
+    ("s1", 0, "I am planning a hiking trip to the lake next month"),
+    ("s1", 1, "Which lake are you thinking of, the one up north?"),
+    ("s1", 2, "Yes, Crater Lake, with my sister and two friends"),
+    ("s1", 3, "Remember to book the campsite early"),
+    ("s2", 0, "My sister bought new boots for the trip"),
+    ("s2", 1, "Good boots matter on a long hike"),
+    ("s2", 2, "We also need a water filter for the lake"),
+    ("s3", 0, "The weather report says rain on Saturday"),
+    ("s3", 1, "Then we go hiking on Sunday instead"),
+    ("s3", 2, "Pack the tent and the stove"),
+]
+
+
+def _log(mem: Memory) -> list[str]:
+    ids = []
+    for session, minute, text in TURNS:
+        at = T0 + timedelta(hours=int(session[1:]), minutes=minute)
+        result = mem.add(text, user_id="u", session_id=session, type="episodic", permanent=True,
+                         on_duplicate="keep", created_at=at, valid_from=at, now=at)  # fmt: skip
+        assert result.id is not None
+        ids.append(result.id)
+    return ids
+
+
+def _ranked(mem: Memory, now: datetime = NOW) -> list[tuple[str, float, dict[str, float]]]:
+    hits = mem.search(QUERY, user_id="u", limit=8, now=now, include_trace=True)
+    return [(h.memory.id, h.score, dict(h.trace or {})) for h in hits]
+
+
+def _as_fresh(a: Memory, fresh: Callable[[], Memory], now: datetime = NOW) -> list[str]:
+    """``a``'s ranking equals that of a Memory opened now; its ids. (Searched twice:
+    a search counts recalls after ranking, which the next one reads.)"""
+    _ranked(a, now)
+    seen = _ranked(a, now)
+    assert seen == _ranked(fresh(), now)
+    return [i for i, _, _ in seen]
+
+
+@pytest.fixture
+def pair(make_mem: Callable[..., Memory]) -> tuple[Memory, Memory, Callable[[], Memory], list[str]]:
+    a = make_mem("shared")
+    ids = _log(a)
+    b = make_mem("shared")
+    _as_fresh(a, lambda: make_mem("shared"))
+    return a, b, lambda: make_mem("shared"), ids
+
+
+Change = Callable[[Memory, list[str]], Any]
+CHANGES: dict[str, Change] = {
+    "delete": lambda m, ids: m.delete(ids[0]),
+    "revise content": lambda m, ids: m.revise(ids[2], "We drove to the coast instead", now=NOW),
+    "revise metadata": lambda m, ids: m.revise(ids[1], metadata={"mood": "glad"}, now=NOW),
+    "add into a session": lambda m, ids: m.add(
+        "The lake trail is closed for repairs",
+        user_id="u",
+        session_id="s1",
+        type="episodic",
+        permanent=True,
+        on_duplicate="keep",
+        created_at=T0 + timedelta(hours=1, seconds=90),
+        now=NOW,
+    ),  # fmt: skip
+    "expire": lambda m, ids: m.revise(ids[0], expires_at=NOW + timedelta(minutes=1), now=NOW),
+    "delete all": lambda m, ids: m.delete_all(user_id="u"),
+    "import": lambda m, ids: _import(m),
+}
+
+
+def _import(into: Memory) -> None:
+    """Import into ``into`` a turn of session s1 exported from another store."""
+    with Memory(str(into.store.location) + ".other.db", embedder="hash") as other:
+        other.add("Crater Lake hiking permits arrive by mail", user_id="u", session_id="s1",
+                  type="episodic", permanent=True, on_duplicate="keep",
+                  created_at=T0 + timedelta(hours=1, minutes=5), now=NOW)  # fmt: skip
+        exported = io.StringIO()
+        other.export(exported)
+    exported.seek(0)
+    assert into.import_(exported).memories == 1
+
+
+@pytest.mark.parametrize("through", ["another Memory", "the same Memory"])
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_a_write_reaches_the_next_search(
+    pair: tuple[Memory, Memory, Callable[[], Memory], list[str]], name: str, through: str
+) -> None:
+    a, b, fresh, ids = pair
+    before = _as_fresh(a, fresh)
+    _ranked(a)  # a takes in what the fresh Memory wrote (its recalls): then only the change
+    CHANGES[name](b if through == "another Memory" else a, ids)
+    when = NOW + timedelta(days=3650) if name == "expire" else NOW  # past any expiry
+    after = _as_fresh(a, fresh, when)
+    if name in ("delete", "expire"):
+        assert ids[0] in before and ids[0] not in after
+    if name == "delete all":
+        assert before and not after
+
+
+def test_expiry_is_read_at_each_search(make_mem: Callable[..., Memory]) -> None:
+    a = make_mem("shared")
+    ids = _log(a)
+    a.revise(ids[0], expires_at=NOW + timedelta(hours=1), now=NOW)
+    assert ids[0] in _as_fresh(a, lambda: make_mem("shared"))
+    later = NOW + timedelta(days=3650)  # past it, however far revise and recalls set it
+    assert ids[0] not in _as_fresh(a, lambda: make_mem("shared"), later)
+
+
+def test_recall_counting_reaches_the_next_search(make_mem: Callable[..., Memory]) -> None:
+    """A search counts the recalls of what it returns; the next search ranks with
+    them (``usage``), through the same Memory and through another one."""
+    a = make_mem("shared")
+    _log(a)
+    b = make_mem("shared")
+    first = _ranked(a)
+    second = _ranked(a)
+    assert [s for _, s, _ in first] != [s for _, s, _ in second]  # usage moved the scores
+    assert _ranked(b) == second == _ranked(make_mem("shared"))
+    much_later = NOW + timedelta(days=1)  # past the debounce: counted again, through b
+    _ranked(b, much_later)
+    assert _ranked(a, much_later) == _ranked(make_mem("shared"), much_later)
