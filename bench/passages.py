@@ -12,9 +12,10 @@ measures whether that pays, on both dev sets:
   (d) the mean of the whole-text and best-passage cosines and (e) max(whole, best
   passage - m) for the margins :data:`MARGINS`;
 * **fused** (``--fused``): memchentic's whole search through the public logging
-  path, with the passage-max cosine substituted for the whole-text cosine
-  everywhere the pipeline reads one (a harness-only hook: the store's vector
-  search and the pipeline's cosines), so the gain through the ranking is known.
+  path, and again with (b) (and (e) at the first margin, :data:`FUSED`)
+  substituted for the whole-text cosine everywhere the pipeline reads one (a
+  harness-only hook: the store's vector search and the pipeline's cosines), each
+  on a fresh copy of the store, so the gain through the ranking is known.
 
 Only turns whose text is over ``--threshold`` word pieces get passages (default:
 the window, i.e. exactly the turns the model truncates). Passages: the text split
@@ -53,8 +54,8 @@ if __package__ in (None, ""):  # run as a script: the repository root holds ``be
 from bench.harness import locomo as lc  # noqa: E402
 from bench.harness import longmemeval as lme  # noqa: E402
 from bench.harness.cache import DEFAULT_PATH, DiskCachedEmbedder  # noqa: E402
+from bench.harness.ingest import Entry, copy_store, warm  # noqa: E402
 from bench.harness.ingest import ingest as log_turns  # noqa: E402
-from bench.harness.ingest import warm  # noqa: E402
 from memchentic import Embedder, Memory  # noqa: E402
 from memchentic.embed import HashEmbedder  # noqa: E402
 from memchentic.embed.local import LocalEmbedder, bundled_model_path  # noqa: E402
@@ -73,6 +74,8 @@ DENSE = ("whole", "max(whole, passage)", "passage only", "mean(whole, passage)")
 #: (e): a passage counts only by how much it beats the whole text by more than this
 #: margin, which offsets the edge a long text gets from having several draws.
 MARGINS = (0.05, 0.1)
+#: The scores substituted in memchentic's search (``--fused``).
+FUSED = (DENSE[1], f"max(whole, passage - {MARGINS[0]:.2f})")
 
 # A sentence ends after . ! or ? (and closing quotes or brackets) before a space,
 # or at a line break.
@@ -186,17 +189,18 @@ def top(scores: np.ndarray, k: int) -> list[int]:
 # --- the fused hook -----------------------------------------------------------------
 @contextmanager
 def passage_cosines(
-    mem: Memory, ids: Sequence[str], whole: np.ndarray, passages: Passages
+    mem: Memory, ids: Sequence[str], whole: np.ndarray, passages: Passages, variant: str
 ) -> Iterator[None]:
-    """Inside, ``mem``'s searches see max(whole, best passage) as each memory's
-    cosine: the store's vector search ranks every memory by it (exactly; the
-    benchmark's single namespace needs no filter) and the pipeline's cosines of
-    the candidates are replaced by it. Harness-only: the engine is unchanged."""
+    """Inside, ``mem``'s searches see the ``variant`` score of :func:`dense_scores`
+    (e.g. max(whole, best passage)) as each memory's cosine: the store's vector
+    search ranks every memory by it (exactly; the benchmark's single namespace
+    needs no filter) and the pipeline's cosines of the candidates are replaced by
+    it. Harness-only: the engine is unchanged."""
     position = {memory_id: i for i, memory_id in enumerate(ids)}
 
     def scores(vector: np.ndarray) -> np.ndarray:
         query = np.asarray(vector, dtype=np.float32)
-        return dense_scores(whole, passages, query)[DENSE[1]]
+        return dense_scores(whole, passages, query)[variant]
 
     def vector_search(
         vector: np.ndarray, k: int, flt: Any, rows: Any = None
@@ -286,23 +290,36 @@ def run_longmemeval(
 def _fused_lme(
     q: lme.Question, emb: Embedder, whole: np.ndarray, passages: Passages, settings: Any
 ) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
     warm(emb, q.entries)
-    with (
-        tempfile.TemporaryDirectory(prefix="passages-") as tmp,
-        Memory(path=Path(tmp) / "m.db", embedder=emb, settings=settings) as mem,
-    ):
-        ids = log_turns(mem, q.entries, user_id="u")
+    out: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="passages-") as tmp:
+        path = Path(tmp) / "m.db"
+        with Memory(path=path, embedder=emb, settings=settings) as mem:
+            ids = log_turns(mem, q.entries, user_id="u")
         key_of = dict(zip(ids, q.keys, strict=True))
-
-        def ask() -> list[str]:
+        for name, mem in _searchers(path, emb, settings, ids, whole, passages):
             hits = mem.search(q.question, user_id="u", limit=lme.LIMIT, now=q.date)
-            return [key_of[h.memory.id] for h in hits]
-
-        out["memchentic whole"] = ask()
-        with passage_cosines(mem, ids, whole, passages):
-            out["memchentic max(whole, passage)"] = ask()
+            out[name] = [key_of[h.memory.id] for h in hits]
     return out
+
+
+def _searchers(
+    path: Path, emb: Embedder, settings: Any, ids: Sequence[str], whole: np.ndarray,
+    passages: Passages | None,
+) -> Iterator[tuple[str, Memory]]:  # fmt: skip
+    """For memchentic's search as it is, then with each of :data:`FUSED`'s scores
+    substituted: a ``Memory`` on a fresh copy of the store at ``path`` (no variant
+    sees the recalls another counted). Without passages the substituted searches
+    are the plain one."""
+    for variant in (None, *FUSED):
+        name = f"memchentic {variant or DENSE[0]}"
+        copy = copy_store(path, path.parent / f"v{FUSED.index(variant) if variant else 'w'}")
+        with Memory(path=copy, embedder=emb, settings=settings) as mem:
+            if variant is None or passages is None:
+                yield name, mem
+            else:
+                with passage_cosines(mem, ids, whole, passages, variant):
+                    yield name, mem
 
 
 def _locomo_metrics(ranked: Sequence[str], evidence: Sequence[str]) -> dict[str, float]:
@@ -341,32 +358,21 @@ def _fused_locomo(
     conv: lc.Conversation, emb: Embedder, whole: np.ndarray, passages: Passages | None,
     settings: Any,
 ) -> dict[str, list[dict[str, float]]]:  # fmt: skip
-    from bench.harness.ingest import Entry
-
     entries = [Entry(t.content, f"session-{t.session}", t.when,
                      {"speaker": t.speaker, "dia_id": t.dia_id}) for t in conv.turns]  # fmt: skip
     warm(emb, entries)
     out: dict[str, list[dict[str, float]]] = {}
     user = f"conv-{conv.id}"
-    with (
-        tempfile.TemporaryDirectory(prefix="passages-") as tmp,
-        Memory(path=Path(tmp) / "m.db", embedder=emb, settings=settings) as mem,
-    ):
-        ids = log_turns(mem, entries, user_id=user)
+    with tempfile.TemporaryDirectory(prefix="passages-") as tmp:
+        path = Path(tmp) / "m.db"
+        with Memory(path=path, embedder=emb, settings=settings) as mem:
+            ids = log_turns(mem, entries, user_id=user)
         dia_of = {i: t.dia_id for i, t in zip(ids, conv.turns, strict=True)}
-
-        def ask(name: str) -> None:
+        for name, mem in _searchers(path, emb, settings, ids, whole, passages):
             for q in conv.questions:
                 hits = mem.search(q.question, user_id=user, limit=lc.LIMIT, now=conv.end)
                 ranked = [dia_of.get(h.memory.id, "") for h in hits]
                 out.setdefault(name, []).append(_locomo_metrics(ranked, q.evidence))
-
-        ask("memchentic whole")
-        if passages is None:
-            out["memchentic max(whole, passage)"] = list(out["memchentic whole"])
-        else:
-            with passage_cosines(mem, ids, whole, passages):
-                ask("memchentic max(whole, passage)")
     return out
 
 
@@ -380,21 +386,21 @@ def format_tally(title: str, tally: Tally) -> str:
         f"{tally.long_turns} over the threshold ({tally.long_turns / max(tally.turns, 1):.1%}) "
         f"-> {tally.passages} passages; evidence turns {tally.evidence}, "
         f"{tally.long_evidence} of them long",
-        f"{'variant':<34}" + "".join(f"{c:>8}" for c in cols),
+        f"{'variant':<40}" + "".join(f"{c:>8}" for c in cols),
     ]
     for name, rows in tally.rows.items():
         means = [float(np.mean([m[c] for _, m in rows])) for c in cols]
-        lines.append(f"{name:<34}" + "".join(f"{v:>8.3f}" for v in means))
+        lines.append(f"{name:<40}" + "".join(f"{v:>8.3f}" for v in means))
     groups = sorted({g for rows in tally.rows.values() for g, _ in rows})
     if len(groups) > 1:
         lines += ["", "r@10 by group (n questions)"]
-        lines.append(f"{'variant':<34}" + "".join(f"{g[:10]:>11}" for g in groups))
+        lines.append(f"{'variant':<40}" + "".join(f"{g[:10]:>11}" for g in groups))
         for name, rows in tally.rows.items():
             cells = [np.mean([m["r@10"] for g2, m in rows if g2 == g]) for g in groups]
-            lines.append(f"{name:<34}" + "".join(f"{v:>11.3f}" for v in cells))
+            lines.append(f"{name:<40}" + "".join(f"{v:>11.3f}" for v in cells))
         first = next(iter(tally.rows.values()))
         counts = [sum(1 for g2, _ in first if g2 == g) for g in groups]
-        lines.append(f"{'n':<34}" + "".join(f"{c:>11}" for c in counts))
+        lines.append(f"{'n':<40}" + "".join(f"{c:>11}" for c in counts))
     return "\n".join(lines)
 
 
