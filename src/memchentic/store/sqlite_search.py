@@ -187,8 +187,14 @@ class SQLiteSearch(SQLiteIsolated):
                  and (e := state.entries.get(key)) is not None]  # fmt: skip
         if not vectors:
             return {e.id: e.rank for e in found}
-        blobs = dict(self._by_rowids("m.rowid, v.embedding", [e.key for e in found],
-                                     joined="JOIN vectors v ON v.rowid = m.rowid"))  # fmt: skip
+        keys = [e.key for e in found]
+        blobs: dict[int, bytes] = {}
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            marks = ", ".join("?" * len(chunk))
+            blobs.update(self.conn.execute(
+                f"SELECT rowid, embedding FROM vectors WHERE rowid IN ({marks})", chunk
+            ).fetchall())  # fmt: skip
         return {
             e.id: e.rank._replace(vector=np.frombuffer(blob, dtype=np.float32))
             if (blob := blobs.get(e.key)) is not None else e.rank

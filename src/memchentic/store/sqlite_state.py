@@ -154,6 +154,9 @@ class RankState:
 
     def _put(self, entries: Iterable[Entry]) -> None:
         for e in entries:
+            old = self.keys.get(e.id)
+            if old is not None and old != e.key:  # its row replaced (REPLACE fires no delete)
+                self._drop(old)
             self.entries[e.key] = e
             self.keys[e.id] = e.key
             if e.rank.session_id and e.created is not None:
