@@ -11,6 +11,7 @@ change and ranks exactly as a ``Memory`` opened afterwards (with no state yet).
 from __future__ import annotations
 
 import io
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -95,7 +96,10 @@ CHANGES: dict[str, Change] = {
 
 def _import(into: Memory) -> None:
     """Import into ``into`` a turn of session s1 exported from another store."""
-    with Memory(str(into.store.location) + ".other.db", embedder="hash") as other:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        Memory(f"{folder}/other.db", embedder="hash") as other,
+    ):
         other.add("Crater Lake hiking permits arrive by mail", user_id="u", session_id="s1",
                   type="episodic", permanent=True, on_duplicate="keep",
                   created_at=T0 + timedelta(hours=1, minutes=5), now=NOW)  # fmt: skip
