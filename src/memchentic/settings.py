@@ -393,7 +393,7 @@ class Settings(BaseSettings):
         ge=0,
     )
     context_excerpt_chars: int = _env(
-        "CONTEXT_EXCERPT_CHARS", 600, "Most characters of an excerpt's passage.", ge=80
+        "CONTEXT_EXCERPT_CHARS", 400, "Most characters of an excerpt's passage.", ge=80
     )
     context_duplicate_cosine: float = _env(
         "CONTEXT_DUPLICATE_COSINE",

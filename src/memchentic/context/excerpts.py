@@ -63,18 +63,22 @@ def _cut(text: str, start: int, limit: int) -> int:
 def windows(text: str, limit: int) -> list[tuple[int, int]]:
     """Runs of consecutive whole sentences of at most ``limit`` characters, one
     starting at each sentence (a sentence longer than ``limit`` is cut at a word)."""
-    spans = sentences(text)
-    out: list[tuple[int, int]] = []
+    return [(start, end) for start, end, _ in _runs(sentences(text), text, limit)]
+
+
+def _runs(spans: list[tuple[int, int]], text: str, limit: int) -> list[tuple[int, int, int]]:
+    """:func:`windows` with the number of whole sentences in each (0: a cut one)."""
+    out: list[tuple[int, int, int]] = []
     for i, (start, end) in enumerate(spans):
         if end - start > limit:
-            out.append((start, _cut(text, start, limit)))
+            out.append((start, _cut(text, start, limit), 0))
             continue
-        stop = end
+        stop, count = end, 1
         for _, nxt in spans[i + 1 :]:
             if nxt - start > limit:
                 break
-            stop = nxt
-        out.append((start, stop))
+            stop, count = nxt, count + 1
+        out.append((start, stop, count))
     return out
 
 
@@ -87,11 +91,22 @@ def best_window(text: str, q: QueryCues, limit: int) -> Window:
     """The passage of at most ``limit`` characters whose :func:`passage_score` is
     highest. Of a run of windows that tie, the last: the one that starts nearest the
     words it holds (a text that matches nowhere shows its start). ``q`` must carry
-    the weights of its words."""
+    the weights of its words.
+
+    Each sentence is read once: a window's words are its sentences' words (no word
+    spans two sentences), and a window holding none of the query's words scores 0."""
+    spans = sentences(text)
+    words = [doc_text(text[a:b]).terms for a, b in spans] if q.weights else []
+    wanted = set(q.terms)
     best: Window | None = None
     running = False
-    for start, end in windows(text, limit):
-        score = passage_score(doc_text(text[start:end]), q) if q.weights else 0.0
+    for i, (start, end, count) in enumerate(_runs(spans, text, limit)):
+        score = 0.0
+        if q.weights:
+            terms = (doc_text(text[start:end]).terms if count == 0
+                     else tuple(t for w in words[i : i + count] for t in w))  # fmt: skip
+            if wanted.intersection(terms):
+                score = passage_score(DocText("", terms, frozenset()), q)
         if best is None or score > best.score or (running and score == best.score > 0):
             best, running = Window(start, end, score), True
         else:

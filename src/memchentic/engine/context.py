@@ -470,18 +470,32 @@ def _widen(
     counter: TokenCounter,
 ) -> None:
     """Show kept excerpts whole again (``whole``: id -> the whole item), in keep
-    order and best first, each while the block still fits ``budget``."""
+    order and best first, each while the block still fits ``budget``. One whose
+    whole line is clearly longer than the room left (by more than ``_SLACK``
+    tokens, counted alone) is not tried: most long memories are far too long."""
     order = {name: i for i, name in enumerate(KEEP_ORDER)}
     shown = sorted(
         (item for v in kept.values() for item in v if item.excerpt and item.id in whole),
         key=lambda it: (order[it.section], -it.score),
     )
+    room = budget - counter.count(_render(kept))
     for item in shown:
+        grows = counter.count(whole[item.id].line()) - counter.count(item.line())
+        if grows > room + _SLACK:
+            continue
         section = kept[item.section]
         at = section.index(item)
         section[at] = whole[item.id]
-        if counter.count(_render(kept)) > budget:
+        used = counter.count(_render(kept))
+        if used > budget:
             section[at] = item
+        else:
+            room = budget - used
+
+
+#: Tokens a line may take fewer of inside the block than alone (tokens that merge
+#: across a line break); :func:`_widen` tries a whole text that may be this close.
+_SLACK = 4
 
 
 def _merged(
