@@ -23,10 +23,6 @@ from .sqlite_state import Entry, RankState, matcher
 _CHUNK = 500
 
 
-def _line_order(e: Entry) -> tuple[str | None, str]:
-    return e.created, e.id
-
-
 def _point(e: Entry) -> tuple[str, datetime]:
     """A session row's (id, created_at): the rows of a line have their time."""
     assert e.rank.created_at is not None
@@ -94,10 +90,9 @@ class SQLiteExtras:
                 found.setdefault((namespace, session), []).extend(
                     e for e in state.window(namespace, session, lo or "", hi or "") if match(e)
                 )
-            return [
-                [_point(e) for e in sorted(line, key=_line_order)]
-                for _, line in sorted(found.items()) if line
-            ]  # fmt: skip
+            # A session's windows do not overlap and come in time order
+            # (session_windows), so its rows are in (created_at, id) order already.
+            return [[_point(e) for e in line] for _, line in sorted(found.items()) if line]
         rows: list[Any] = []
         for start in range(0, len(windows), _CHUNK):
             part = windows[start : start + _CHUNK]
