@@ -292,3 +292,26 @@ def test_a_row_without_a_vector_is_left_out_as_before(shared: Memory):
     vector_hits, keyword_hits = _stages(shared, flt, "green tea")
     assert first not in {h for h, _ in vector_hits}
     assert (vector_hits, keyword_hits) == _fresh(shared, flt, "green tea")
+
+
+def test_a_namespace_emptied_by_another_memory_is_gone_at_once(shared: Memory, tmp_path: Path):
+    bob = shared.for_identity("bob")
+    assert "group:core" in {h.memory.namespace for h in bob.search("core note", limit=50)}
+    with Memory(store=str(tmp_path / "memory.db"), embedder="hash") as other:
+        assert other.delete_all(namespace="group:core") == 80
+    flt = _filter(shared, "bob")
+    for query in ("core note", *QUERIES):
+        assert _stages(shared, flt, query) == _fresh(shared, flt, query)
+    assert {h.memory.namespace for h in bob.search("core note", limit=50)} == {"user:bob"}
+
+
+def test_an_inactive_org_member_loses_the_org_at_once(tmp_path: Path):
+    with Memory(store=str(tmp_path / "m.db"), embedder="hash") as mem:
+        for name in ("alice", "bob"):
+            mem.directory.create_identity(name)
+        mem.directory.create_org("acme", admins=["alice"], members=["bob"])
+        mem.for_identity("alice").add_many(_texts("acme", 30), namespace="org:acme")
+        bob = mem.for_identity("bob")
+        assert bob.search("acme note green tea", limit=5)
+        mem.directory.set_active("org:acme", "bob", False)
+        assert bob.search("acme note green tea", limit=5) == []
