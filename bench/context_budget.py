@@ -73,8 +73,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "near-duplicates off (COSINE=0)": {"context_duplicate_cosine": 0.0},
     "near-duplicates at cosine 0.9": {"context_duplicate_cosine": 0.9},
     "near-duplicates at cosine 0.85": {"context_duplicate_cosine": 0.85},
-    "fill off (TOKENS_PER_HIT=0)": {"context_fill_tokens_per_hit": 0},
-    "fill at 25 tokens a hit": {"context_fill_tokens_per_hit": 25},
+    "fill on, 40 tokens a hit": {"context_fill_tokens_per_hit": 40},
+    "fill on, 25 tokens a hit": {"context_fill_tokens_per_hit": 25},
 }
 
 
