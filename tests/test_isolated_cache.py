@@ -315,3 +315,27 @@ def test_an_inactive_org_member_loses_the_org_at_once(tmp_path: Path):
         assert bob.search("acme note green tea", limit=5)
         mem.directory.set_active("org:acme", "bob", False)
         assert bob.search("acme note green tea", limit=5) == []
+
+
+def test_the_keyword_stage_reuses_the_vector_stage_count_only_while_nothing_changed(
+    shared: Memory, tmp_path: Path
+):
+    store: Any = shared.store
+    flt = _filter(shared, "alice")  # past SEARCH_ISOLATED_SCAN_ROWS: the count matters
+    statements: list[str] = []
+    store.vector_search(shared.embedder.embed("green tea"), 10, flt)
+    store.conn.set_trace_callback(statements.append)
+    reused = store.keyword_search("green tea", 15, flt)
+    store.conn.set_trace_callback(None)
+    assert not [s for s in statements if "COUNT(*)" in s]
+    assert reused == _fresh(shared, flt, "green tea")[1]
+
+    store.vector_search(shared.embedder.embed("green tea"), 10, flt)
+    with Memory(store=str(tmp_path / "memory.db"), embedder="hash") as other:
+        other.for_identity("alice").add_many(_texts("alice", 40, offset=5000))
+    statements.clear()
+    store.conn.set_trace_callback(statements.append)
+    counted = store.keyword_search("green tea", 15, flt)
+    store.conn.set_trace_callback(None)
+    assert [s for s in statements if "COUNT(*)" in s]  # another connection committed
+    assert counted == _fresh(shared, flt, "green tea")[1] != reused

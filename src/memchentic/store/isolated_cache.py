@@ -199,6 +199,23 @@ class IsolatedCache:
         self.budget = budget
         self._states: OrderedDict[tuple[str, ...], VisibleState] = OrderedDict()
         self._lock = threading.Lock()
+        #: Per thread (so per connection): the last filter whose passing rows the
+        #: vector stage counted, with the connection's change mark taken before it
+        #: read them (``(filter, mark, count)``), for the keyword stage of the same
+        #: search (:meth:`remember_count`).
+        self.local = threading.local()
+
+    def remember_count(self, flt: Any, mark: tuple[int, int], count: int) -> None:
+        self.local.count = (flt, mark, count)
+
+    def counted(self, flt: Any, mark: tuple[int, int]) -> int | None:
+        """The count remembered for a filter equal to ``flt`` when nothing was
+        committed since (the same change ``mark``: no other connection's commit
+        moved ``PRAGMA data_version``, and this connection changed no row)."""
+        found = getattr(self.local, "count", None)
+        if found is None or found[1] != mark or found[0] != flt:
+            return None
+        return int(found[2])
 
     def state(self, namespaces: Sequence[str]) -> VisibleState:
         key = tuple(sorted(set(namespaces)))

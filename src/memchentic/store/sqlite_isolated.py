@@ -54,6 +54,9 @@ class SQLiteIsolated(SearchBudgets):
         """BM25 over the visible rows only: document frequencies, document count and
         average length all come from rows passing ``flt``. At most ``common_window``
         matching rows (the newest) are ranked."""
+        # The vector stage of the same search may have counted the visible rows
+        # (asked first: stemming new words writes to a temporary table).
+        counted = self._counted(flt)
         pairs = self._stems(
             query_words(query, language=self.keyword_language, rules=self.keyword_rules)
         )
@@ -62,7 +65,7 @@ class SQLiteIsolated(SearchBudgets):
         cond, params = where(flt)
         # How many rows the caller sees decides the way (counted through the namespace
         # index, as the scan reads them): the scan's own rows when few, the index else.
-        visible = self._visible_count(flt)
+        visible = counted if counted is not None else self._visible_count(flt)
         scanned = None
         if visible is not None and visible <= self.isolated_scan_rows:
             scanned = self._scan_visible(pairs, flt)
@@ -95,6 +98,20 @@ class SQLiteIsolated(SearchBudgets):
             scored.append((score, rowid, memory_id))
         scored.sort(key=lambda item: (-item[0], -item[1]))
         return [(memory_id, score) for score, _, memory_id in scored[:k]]
+
+    def _change_mark(self) -> tuple[int, int]:
+        """What moves with any commit this connection can see: ``PRAGMA data_version``
+        (other connections' commits, other processes' too) and this connection's own
+        changed rows."""
+        conn = self.conn
+        return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+    def _counted(self, flt: MemoryFilter) -> int | None:
+        """The rows passing ``flt`` as the vector stage of this search counted them,
+        when nothing was committed since it read them (outside a transaction only)."""
+        if not flt.namespaces or self.conn.in_transaction:
+            return None
+        return cache_of(self, self.isolated_cache_rows).counted(flt, self._change_mark())
 
     def _visible_count(self, flt: MemoryFilter) -> int | None:
         """How many rows pass ``flt``, counted through the namespace index (work in
@@ -244,9 +261,11 @@ class SQLiteIsolated(SearchBudgets):
         state = self._visible_state(flt)
         if state is None:
             return self._vector_isolated_read(vector, k, flt)
+        mark = self._change_mark()
         rows = self._at_most("SELECT m.rowid, m.id FROM memories m", flt, self.exact_vector_rows)
         if rows is None:
             return None
+        cache_of(self, self.isolated_cache_rows).remember_count(flt, mark, len(rows))
         if not rows or k <= 0:
             return []
         keys = [r[0] for r in rows]
