@@ -42,7 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +238,11 @@ class Tally:
     passages: int = 0
     evidence: int = 0
     long_evidence: int = 0
+    #: Evidence turns whose dense rank (b) made better, worse or left alone
+    #: against (a), for the turns with passages ("long") and without ("short").
+    moved: dict[str, list[int]] = field(
+        default_factory=lambda: {"long": [0, 0, 0], "short": [0, 0, 0]}
+    )
 
     def add(self, name: str, metrics: Mapping[str, float], group: str = "") -> None:
         self.rows.setdefault(name, []).append((group, dict(metrics)))
@@ -249,6 +254,16 @@ class Tally:
         owners = set(passages.owner.tolist())
         self.evidence += len(evidence)
         self.long_evidence += sum(1 for i in evidence if i in owners)
+
+    def move(
+        self, scores: Mapping[str, np.ndarray], evidence: Sequence[int], long: set[int]
+    ) -> None:
+        """Tally how (b) moved each evidence turn's dense rank against (a)."""
+        before, after = scores[DENSE[0]], scores[DENSE[1]]
+        for i in evidence:
+            was = int((before > before[i]).sum())
+            now = int((after > after[i]).sum())
+            self.moved["long" if i in long else "short"][(now > was) + 2 * (now == was)] += 1
 
 
 def _lme_metrics(ranked: Sequence[str], q: lme.Question, long: set[str]) -> dict[str, float]:
@@ -273,10 +288,13 @@ def run_longmemeval(
         whole = emb.embed_batch(texts)
         query = emb.embed_batch([embedding_text(q.question)])[0]
         passages = passages_of(texts, splitter, threshold, emb)
-        tally.count(passages, len(texts), [i for i, k in enumerate(q.keys) if k in q.evidence])
+        evidence = [i for i, k in enumerate(q.keys) if k in q.evidence]
+        tally.count(passages, len(texts), evidence)
         group = lme.TYPE_SHORT.get(q.type, q.type)
         long = {q.keys[i] for i in passages.owner.tolist()}
-        for name, s in dense_scores(whole, passages, query).items():
+        scores = dense_scores(whole, passages, query)
+        tally.move(scores, evidence, set(passages.owner.tolist()))
+        for name, s in scores.items():
             ranked = [q.keys[i] for i in top(s, lme.LIMIT)]
             tally.add(f"dense {name}", _lme_metrics(ranked, q, long), group)
         if fused:
@@ -391,6 +409,10 @@ def format_tally(title: str, tally: Tally) -> str:
     for name, rows in tally.rows.items():
         means = [float(np.mean([m[c] for _, m in rows])) for c in cols]
         lines.append(f"{name:<40}" + "".join(f"{v:>8.3f}" for v in means))
+    if any(sum(counts) for counts in tally.moved.values()):  # LongMemEval
+        moved = "; ".join(f"{kind} {b} better, {w} worse, {same} same"
+                          for kind, (b, w, same) in tally.moved.items())  # fmt: skip
+        lines.append(f"dense rank of the evidence turns, (b) against (a): {moved}")
     groups = sorted({g for rows in tally.rows.values() for g, _ in rows})
     if len(groups) > 1:
         lines += ["", "r@10 by group (n questions)"]

@@ -97,6 +97,7 @@ def test_end_to_end_on_a_tiny_haystack(tmp_path: Path, capsys: pytest.CaptureFix
     assert "1 questions, 4 turns, 1 over the threshold" in out
     assert "evidence turns 1, 1 of them long" in out
     assert "long@10" in out.splitlines()[1]  # the share of the top ten with passages
+    assert "dense rank of the evidence turns, (b) against (a): long " in out
     for name in ("dense whole", "dense max(whole, passage)", "memchentic whole",
                  "memchentic max(whole, passage)"):  # fmt: skip
         line = next(x for x in out.splitlines() if x.startswith(name + " "))
