@@ -85,9 +85,17 @@ class Thresholds:
     floor: float
 
 
+def decisive_cosines(thresholds: Thresholds) -> tuple[float, ...]:
+    """Every cosine at which :func:`judge` can decide otherwise on one side than on
+    the other (the thresholds, and the cosine a stop with one more word needs)."""
+    t = thresholds
+    return (t.floor, t.near_duplicate, t.contradiction, _STOP_WITH_ONE_MORE_WORD)
+
+
 __all__ = [
     "MANY_VALUED", "SINGLE_VALUED", "Judgement", "Relation", "Thresholds", "Token",
-    "embedding_text", "judge", "memory_embedding_text", "normalise", "relate", "stem", "tokens",
+    "decisive_cosines", "embedding_text", "judge", "memory_embedding_text", "normalise", "relate",
+    "stem", "tokens",
 ]  # fmt: skip
 
 
@@ -228,9 +236,17 @@ def _unmatched(added: frozenset[str], removed: frozenset[str]) -> tuple[set[str]
     """The added and removed content words left once words of one root are paired
     ("allergic" / "allergy", "fluently" / "fluent" are forms of one word)."""
     left_added, left_removed = set(added), set(removed)
+    # Words of one root share their first five letters (:func:`_same_root`): each added
+    # word is tried against the removed words of its prefix only, in the same order.
+    by_prefix: dict[str, list[str]] = {}
+    for y in sorted(removed):
+        if len(y) >= 5:
+            by_prefix.setdefault(y[:5], []).append(y)
+    if not by_prefix:
+        return left_added, left_removed
     for x in sorted(added):
-        for y in sorted(left_removed):
-            if _same_root(x, y):
+        for y in by_prefix.get(x[:5], ()):
+            if y in left_removed and _same_root(x, y):
                 left_added.discard(x)
                 left_removed.discard(y)
                 break
@@ -250,10 +266,15 @@ def _marker(new: str, old: str, markers: Sequence[str]) -> str | None:
     """The first of ``markers`` that ``new`` holds and ``old`` does not."""
     lower_new, lower_old = f" {new.lower()} ", f" {old.lower()} "
     for marker in markers:
-        pattern = re.compile(rf"(?<![\w']){re.escape(marker)}(?![\w'])")
+        pattern = _marker_pattern(marker)
         if pattern.search(lower_new) and not pattern.search(lower_old):
             return marker
     return None
+
+
+@lru_cache(maxsize=512)
+def _marker_pattern(marker: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w']){re.escape(marker)}(?![\w'])")
 
 
 # --- duplicates in another order, "key: value" statements -------------------------------
@@ -279,11 +300,10 @@ _LIST_KEYS = _words("todo task tasks idea ideas note notes reminder question tip
 def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
     """ "Key: value" statements of one key ("Upload limit: 25 MB." / "... 50 MB."):
     an update when the values differ; another key is another attribute."""
-    ma, mb = _KEY_VALUE.match(sa.text), _KEY_VALUE.match(sb.text)
-    if ma is None or mb is None:
+    pa, pb = _key_value_parts(sa.text), _key_value_parts(sb.text)
+    if pa is None or pb is None:
         return None
-    key_a, key_b = tokens(ma.group(1)), tokens(mb.group(1))
-    value_a, value_b = tokens(ma.group(2)), tokens(mb.group(2))
+    (key_a, value_a), (key_b, value_b) = pa, pb
     if len(key_a) > 5 or any(t.text.lower() in _LIST_KEYS for t in key_a):
         return None
     if max(len(value_a), len(value_b)) > _KEY_VALUE_WORDS:
@@ -299,6 +319,13 @@ def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
     return Judgement(Relation.UPDATE, f"update:{_slug(key_a[-1].text)}")
 
 
+@lru_cache(maxsize=4096)
+def _key_value_parts(text: str) -> tuple[tuple[Token, ...], tuple[Token, ...]] | None:
+    """The tokens of the key and of the value of a "key: value" text, or None."""
+    found = _KEY_VALUE.match(text)
+    return None if found is None else (tokens(found.group(1)), tokens(found.group(2)))
+
+
 def _has_verb(toks: Sequence[Token]) -> bool:
     return any(t.key in _VERBS or t.text.lower() in _BE or t.text.lower() in _HAVE_DO
                for t in toks)  # fmt: skip
@@ -312,23 +339,35 @@ def _slug(word: str) -> str:
 
 
 # --- negations and stops ---------------------------------------------------------------
+@lru_cache(maxsize=4096)
+def _cues(text: str) -> tuple[tuple[int, int, str], ...]:
+    """:func:`~memchentic.write.polarity.cue_spans`, once per text."""
+    return tuple(cue_spans(text))
+
+
+@lru_cache(maxsize=4096)  # a stored text is read again for each new one it is compared with
 def _rest(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
     """(what ``text`` says besides its negation cues and update markers, the same after
     its first cue only, before it, the values of it): keys of content words and values."""
-    spans = cue_spans(text)
+    spans = _cues(text)
     blanked = list(text)
     for start, end, _ in spans:
         blanked[start:end] = " " * (end - start)
     plain = "".join(blanked)
     after = plain[spans[0][1] :] if spans else ""
     before = plain[: spans[0][0]] if spans else plain
-    markers = frozenset(stem(m) for m in UPDATE_MARKERS if " " not in m) | {"more", "longer"}
 
     def keys(part: str) -> frozenset[str]:
-        return frozenset(t.key for t in tokens(part) if not t.function and t.key not in markers)
+        return frozenset(
+            t.key for t in tokens(part) if not t.function and t.key not in _REST_MARKERS
+        )
 
     values = frozenset(t.key for t in tokens(plain) if t.value and not t.negation)
     return keys(plain), keys(after), keys(before), values
+
+
+#: Update markers of one word, left out of what a negation says (:func:`_rest`).
+_REST_MARKERS = frozenset(stem(m) for m in UPDATE_MARKERS if " " not in m) | {"more", "longer"}
 
 
 def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement:
@@ -337,7 +376,7 @@ def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judge
     other word, and then only close in meaning), or the stored one was the negation
     and the new one says the same without it."""
     negated, positive = (sa, sb) if sa.negated else (sb, sa)
-    spans = cue_spans(negated.text)
+    spans = _cues(negated.text)
     cue = spans[0][2] if spans else "not"
     rule = f"negation:{_slug(cue)}"
     n_all, n_after, n_subject, n_values = _rest(negated.text)
