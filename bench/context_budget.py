@@ -70,9 +70,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "excerpt of 300 chars": {"context_excerpt_chars": 300},
     "excerpt of 600 chars": {"context_excerpt_chars": 600},
     "excerpt of 1000 chars": {"context_excerpt_chars": 1000},
-    "near-duplicates off (COSINE=0)": {"context_duplicate_cosine": 0.0},
-    "near-duplicates at cosine 0.9": {"context_duplicate_cosine": 0.9},
-    "near-duplicates at cosine 0.85": {"context_duplicate_cosine": 0.85},
+    "near-duplicates on, cosine 0.95": {"context_duplicate_cosine": 0.95},
+    "near-duplicates on, cosine 0.9": {"context_duplicate_cosine": 0.9},
+    "near-duplicates on, cosine 0.85": {"context_duplicate_cosine": 0.85},
     "fill on, 40 tokens a hit": {"context_fill_tokens_per_hit": 40},
     "fill on, 25 tokens a hit": {"context_fill_tokens_per_hit": 25},
 }

@@ -181,7 +181,7 @@ def test_excerpts_off_shows_every_hit_whole(make_mem: Callable[..., Memory]) -> 
 def test_a_near_identical_hit_of_the_same_session_is_left_out(
     make_mem: Callable[..., Memory],
 ) -> None:
-    mem = make_mem(embedder=MarkedEmbedder())
+    mem = make_mem(embedder=MarkedEmbedder(), settings=Settings(context_duplicate_cosine=0.95))
     first = log(mem, "user: my twin brother is called Leo")
     second = log(mem, "user: my twin brother is called Leo!")
     other = log(mem, "user: my twin brother is called Leo", session="s2")
@@ -189,7 +189,7 @@ def test_a_near_identical_hit_of_the_same_session_is_left_out(
     shown = set(ctx.memory_ids)
     assert other in shown and len(shown & {first, second}) == 1
     assert {i.id for i in ctx.dropped} == {first, second} - shown
-    off = make_mem("off", embedder=MarkedEmbedder(), settings=Settings(context_duplicate_cosine=0))
+    off = make_mem("off", embedder=MarkedEmbedder())  # the default: 0, never
     ids = {log(off, "user: my twin sister is Mia"), log(off, "user: my twin sister is Mia.")}
     assert ids <= set(off.context("twin sister", user_id="u", budget_tokens=500).memory_ids)
 

@@ -397,9 +397,9 @@ class Settings(BaseSettings):
     )
     context_duplicate_cosine: float = _env(
         "CONTEXT_DUPLICATE_COSINE",
-        0.95,
+        0.0,
         "A search hit this close (vector cosine) to a better one of its session that is "
-        "shown is left out of a context (0 = never).",
+        "shown is left out of a context (0, the default: never).",
         ge=0,
         le=1,
     )
