@@ -106,8 +106,8 @@ class RankState:
     by id, and each session's rows in time order."""
 
     def __init__(self) -> None:
+        #: ``PRAGMA data_version`` when the state was read whole (None: not read).
         self.version: int | None = None
-        self.changes = -1
         self.entries: dict[int, Entry] = {}
         self.keys: dict[str, int] = {}
         #: (namespace, session) -> rowids; and its rows sorted, made when read.
@@ -118,7 +118,16 @@ class RankState:
     def sync(self, conn: sqlite3.Connection, rows: Callable[[], int]) -> bool:
         """Bring the state up to what ``conn`` sees; False when the store is too
         large to keep one (``rows``: about how many it holds)."""
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        logged: list[int] = []
+        if self.version is None:  # the change log may not exist yet on this connection
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+        else:  # one statement: the version and this connection's logged rows
+            found = conn.execute(
+                "SELECT 0, data_version FROM pragma_data_version() "
+                "UNION ALL SELECT 1, key FROM temp.memory_changes"
+            ).fetchall()
+            version = next(value for logs, value in found if not logs)
+            logged = [key for logs, key in found if logs]
         if version != self.version:
             if rows() > MAX_ROWS:
                 self.version = None
@@ -132,24 +141,21 @@ class RankState:
             self._members, self._lines = {}, {}
             self._put(_entry(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM memories m"))
             self.version = version
-        elif conn.total_changes != self.changes:
-            keys = [key for (key,) in conn.execute("SELECT key FROM temp.memory_changes")]
-            if keys:
-                for key in keys:
-                    self._drop(key)
-                for start in range(0, len(keys), 4096):
-                    chunk = keys[start : start + 4096]
-                    found = conn.execute(
-                        f"SELECT {_COLUMNS} FROM memories m NOT INDEXED "
-                        f"WHERE m.rowid IN ({', '.join('?' * len(chunk))})",
-                        chunk,
-                    ).fetchall()
-                    self._put(map(_entry, found))
-                conn.execute("DELETE FROM temp.memory_changes")
+        elif logged:
+            for key in logged:
+                self._drop(key)
+            for start in range(0, len(logged), 4096):
+                chunk = logged[start : start + 4096]
+                found = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memories m NOT INDEXED "
+                    f"WHERE m.rowid IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+                self._put(map(_entry, found))
+            conn.execute("DELETE FROM temp.memory_changes")
             if len(self.entries) > MAX_ROWS:
                 self.version = None
                 return False
-        self.changes = conn.total_changes
         return True
 
     def _put(self, entries: Iterable[Entry]) -> None:
