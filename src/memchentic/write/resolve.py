@@ -32,7 +32,7 @@ from ..store.vectors import unit_rows
 from .auto_edges import EdgeClassifier
 from .resolvers import Decision, Resolver, RuleResolver
 from .slot_history import bounded_history, metadata_changes
-from .statements import Relation, Thresholds
+from .statements import Relation, Thresholds, decisive_cosines
 
 #: Fields a slot update takes from the new write.
 _SLOT_FIELDS = (
@@ -150,29 +150,38 @@ def _resolve_window(
     if not items:
         return []
     store = items[0][0].store
-    fast = _bulk_candidates(items)
+    fast, close = _bulk_candidates(items)
     results: list[WriteResult] = []
-    queued: list[tuple[WriteContext, MemoryRecord, np.ndarray]] = []
+    queued: list[tuple[WriteContext, MemoryRecord, np.ndarray, str | None]] = []
+    #: A write resolved one by one changed something besides adding itself: the
+    #: neighbours read before the window no longer say what the store holds.
+    changed = False
 
     def drain() -> None:
         if not queued:
             return
-        store.insert_many([(record, vector) for _, record, vector in queued])
+        store.insert_many([(record, vector) for _, record, vector, _ in queued])
         store.add_versions([
-            Version(record.id, 1, "add", ctx.actor, ctx.now, {}, snapshot(record))
-            for ctx, record, _ in queued
+            Version(record.id, 1, "add", ctx.actor, ctx.now,
+                    {"rule": [None, rule]} if rule else {}, snapshot(record))
+            for ctx, record, _, rule in queued
         ])  # fmt: skip
-        for ctx, record, _ in queued:
+        for ctx, record, _, _ in queued:
             ctx.note("history.appended", record.namespace, record.id, version=1, op="add")
         queued.clear()
 
-    for (ctx, record, vector), bulk in zip(items, fast, strict=True):
+    for n, ((ctx, record, vector), bulk) in enumerate(zip(items, fast, strict=True)):
+        rule: str | None = None
+        if not bulk and not changed and n in close:
+            bulk, rule = _added_beside(ctx, record, close[n], items, results)
         if bulk:
-            queued.append((ctx, record, vector))
-            results.append(WriteResult("added", record.id, [record.id], memory=record))
+            queued.append((ctx, record, vector, rule))
+            results.append(WriteResult("added", record.id, [record.id], reason=rule,
+                                       memory=record))  # fmt: skip
             continue
         drain()
         results.append(resolve(ctx, record, vector))
+        changed = changed or results[-1].status != "added"
     drain()
     return results
 
@@ -198,18 +207,33 @@ def _floor(ctx: WriteContext) -> float:
     return ctx.thresholds.floor - _BULK_MARGIN
 
 
-def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]]) -> list[bool]:
-    """Which writes can be inserted without resolution (see :func:`resolve_many`).
+@dataclass(frozen=True, slots=True)
+class _Close:
+    """A write's neighbours close enough to be compared, as the one-by-one path would
+    find them: stored (live entries of its namespace, with their records) and
+    earlier in the batch (index, cosine; ``full``: as many as it looks at)."""
+
+    stored: list[tuple[MemoryRecord, float]]
+    earlier: list[tuple[int, float]]
+    full: bool
+
+
+def _bulk_candidates(
+    items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]],
+) -> tuple[list[bool], dict[int, _Close]]:
+    """Which writes can be inserted without resolution (see :func:`resolve_many`),
+    and for the others that are entries, their close neighbours (:func:`_added_beside`).
 
     Records of speech always can. Another entry can when every neighbour that the
     one-by-one path could compare it with (stored, or earlier in the batch, in its
     namespace, at or above :func:`_floor`; the ``k`` nearest of each) is another
     statement by the rules, at its cosine plus the bulk margin (the decision only
     leans to "not distinct" as the cosine grows, so the margin errs on the safe
-    side). Neighbours are not checked for kind, type, speaker, expiry or
-    supersession, so some writes take the one-by-one path without need, never the
-    reverse. With a resolver other than the rules, any such neighbour sends the
-    write there.
+    side). Stored neighbours are those the one-by-one search keeps (namespace,
+    kind, expiry, supersession); type and speaker are not checked here, so some
+    writes are not inserted this way without need, never the reverse. The others
+    with close neighbours are decided by :func:`_added_beside` on the same
+    neighbours as the one-by-one path, or take that path.
     """
     plain = [
         ctx.edge_classifier is None and not record.slot_key and record.kind == "entry"
@@ -218,9 +242,9 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     free = [p and is_record_of_speech(ctx, r) for p, (ctx, r, _) in zip(plain, items, strict=True)]
     checked = [p and not f for p, f in zip(plain, free, strict=True)]
     if sum(plain) < 2:  # nothing to gain over the one-by-one path
-        return [False] * len(items)
+        return [False] * len(items), {}
     if not any(checked):
-        return free
+        return free, {}
     # every earlier write counts as a neighbour; only the checked ones can be ruled out
     limits = np.array(
         [_floor(ctx) if c else np.inf for (ctx, _, _), c in zip(items, checked, strict=True)]
@@ -235,38 +259,81 @@ def _bulk_candidates(items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarra
     earlier = _earlier_neighbours(unit, namespaces, limits, floor, k)
     # Stored memories: one batched lookup of the checked writes; only the close ones are read.
     rows = [int(n) for n in np.flatnonzero(checked)]
-    stored = ctx0.store.similar_many(unit[np.asarray(rows, dtype=np.intp)], k, floor)
+    fetch = 2 * k  # room for neighbours its filter leaves out (expired, superseded)
+    stored = ctx0.store.similar_many(unit[np.asarray(rows, dtype=np.intp)], fetch, floor)
     close: dict[int, list[tuple[str, float]]] = {}  # row -> stored (id, cosine) to compare
     for n, near in zip(rows, stored, strict=True):
         ctx, record, _ = items[n]
-        if len(near) >= k and not all(_compared(ctx, record, old) for old in near):
+        kept = sorted((old for old in near if _compared(ctx, record, old)),
+                      key=lambda old: -old.cosine)  # fmt: skip
+        if len(near) >= fetch and len(kept) < k:
             # The one-by-one path compares the k nearest that pass its filter;
-            # some of these do not, so ones further away may count: look there.
+            # fewer of these do, so ones further away may count: look there.
             continue
-        close[n] = [
-            (old.id, old.cosine) for old in near
-            if old.namespace == record.namespace and old.cosine >= limits[n]
-        ]  # fmt: skip
+        close[n] = [(old.id, old.cosine) for old in kept[:k] if old.cosine >= limits[n]]
     texts = ctx0.store.get_many(sorted({i for pairs in close.values() for i, _ in pairs}))
     out = list(free)
+    found: dict[int, _Close] = {}
     for n, pairs in close.items():
         ctx, record, _ = items[n]
-        others = [(texts[i].content, cos) for i, cos in pairs if i in texts]
-        if len(others) < len(pairs):
+        if any(i not in texts for i, _ in pairs):
             continue  # gone meanwhile: let the one-by-one path look
-        others += [(items[j][1].content, cos) for j, cos in earlier.get(n, ())]
-        out[n] = _distinct_from_all(ctx, record, others)
-    return out
+        in_batch = earlier.get(n, [])
+        out[n] = not pairs and not in_batch  # nothing it could be compared with is close
+        if not out[n]:
+            found[n] = _Close([(texts[i], cos) for i, cos in pairs], in_batch, len(in_batch) >= k)
+    return out, found
 
 
-def _distinct_from_all(
-    ctx: WriteContext, record: MemoryRecord, others: Sequence[tuple[str, float]]
-) -> bool:
-    """Whether ``record`` can be inserted without a decision: nothing it could be
-    compared with is close. A write with a close neighbour takes the one-by-one
-    path even when the rules would add it, because the result then names the rule
-    that added it (issue 31, item 7), which only that path works out."""
-    return not others
+def _added_beside(
+    ctx: WriteContext,
+    record: MemoryRecord,
+    close: _Close,
+    items: Sequence[tuple[WriteContext, MemoryRecord, np.ndarray]],
+    results: Sequence[WriteResult],
+) -> tuple[bool, str | None]:
+    """Whether the rules add ``record`` beside its close neighbours, and the rule that
+    names it (issue 31, item 7), decided on the neighbours the one-by-one path would
+    compare it with; ``(False, None)`` where that is not certain (it takes that path).
+
+    Certain when the rules are the resolver, nothing but additions came before it
+    in the window (the caller's ``changed``), every earlier write it is close to was
+    added (or fewer than ``k`` are close), and no two neighbours' cosines, nor one
+    and a threshold of the decision, are so near that another computation of the
+    cosine could order or decide them otherwise."""
+    if type(ctx.resolver) is not RuleResolver:
+        return False, None
+    earlier = [
+        (items[j][1], cos) for j, cos in close.earlier
+        if results[j].status == "added" and items[j][1].kind == "entry"
+        and not items[j][1].is_expired(ctx.now)
+    ]  # fmt: skip
+    if close.full and len(earlier) < len(close.earlier):
+        return False, None  # one further away may count: the one-by-one path looks
+    k = ctx.settings.write_neighbours
+    ranked = sorted([*close.stored, *earlier], key=lambda pair: -pair[1])
+    neighbours = [(old, cos) for old, cos in ranked[:k] if comparable(old, record)]
+    edges = decisive_cosines(ctx.thresholds)
+    if (
+        _tied(ranked, k - 1)  # which are the k nearest
+        or _tied(neighbours, 0)  # which is the nearest (its rule names the write's)
+        or any(abs(cos - edge) < _TIE for _, cos in neighbours for edge in edges)
+    ):
+        return False, None
+    decision = ctx.resolver.decide(record, neighbours, ctx.thresholds)
+    if decision.target is not None or decision.relation is not Relation.DISTINCT:
+        return False, None
+    return True, decision.rule
+
+
+#: Cosines closer than this may compare either way when computed another way
+#: (float32 sums in another order): such a write takes the one-by-one path.
+_TIE = 1e-4
+
+
+def _tied(ranked: Sequence[tuple[MemoryRecord, float]], at: int) -> bool:
+    """Whether the ``at``-th and the next of ``ranked`` may rank the other way."""
+    return at + 1 < len(ranked) and ranked[at][1] - ranked[at + 1][1] < _TIE
 
 
 #: Rows of the batch per product in the in-batch check (lower triangle, by blocks).

@@ -56,10 +56,12 @@ from .relations import (
 from .words import (
     Token,
     embedding_text,
+    marker_added,
     memory_embedding_text,
     normalise,
     stem,
     tokens,
+    unmatched,
     value_kind,
 )
 
@@ -204,7 +206,7 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         return Judgement(Relation.DUPLICATE, "duplicate:reordered")
     if sa.negated != sb.negated:  # a negation or a stop of the same statement, or another one
         return _negation(sa, sb, cosine, thresholds)
-    marker = _marker(sa.text, sb.text, ADDITIVE_MARKERS)
+    marker = marker_added(sa.text, sb.text, ADDITIVE_MARKERS)
     if marker:
         return Judgement(Relation.DISTINCT, f"additive:{marker.replace(' ', '-')}")
     # a word is a value in both texts when it is one in either ("Paris" / "paris")
@@ -212,7 +214,7 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
     values_a = [k for k in sa.keys if k in value_keys]
     values_b = [k for k in sb.keys if k in value_keys]
     content_a, content_b = sa.content - value_keys, sb.content - value_keys
-    added, removed = _unmatched(content_a - content_b, content_b - content_a)
+    added, removed = unmatched(content_a - content_b, content_b - content_a)
     if values_a != values_b:  # an update keeps every content word of the stored one
         if removed - _UNITS:
             return Judgement(Relation.DISTINCT, "distinct:content-word")
@@ -230,51 +232,6 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
     if added and not removed:
         return Judgement(Relation.DISTINCT, "distinct:more-detail")
     return Judgement(Relation.DISTINCT, "distinct:content-word")
-
-
-def _unmatched(added: frozenset[str], removed: frozenset[str]) -> tuple[set[str], set[str]]:
-    """The added and removed content words left once words of one root are paired
-    ("allergic" / "allergy", "fluently" / "fluent" are forms of one word)."""
-    left_added, left_removed = set(added), set(removed)
-    # Words of one root share their first five letters (:func:`_same_root`): each added
-    # word is tried against the removed words of its prefix only, in the same order.
-    by_prefix: dict[str, list[str]] = {}
-    for y in sorted(removed):
-        if len(y) >= 5:
-            by_prefix.setdefault(y[:5], []).append(y)
-    if not by_prefix:
-        return left_added, left_removed
-    for x in sorted(added):
-        for y in by_prefix.get(x[:5], ()):
-            if y in left_removed and _same_root(x, y):
-                left_added.discard(x)
-                left_removed.discard(y)
-                break
-    return left_added, left_removed
-
-
-def _same_root(x: str, y: str) -> bool:
-    n = 0
-    for cx, cy in zip(x, y, strict=False):
-        if cx != cy:
-            break
-        n += 1
-    return n >= 5 and n >= min(len(x), len(y)) - 2
-
-
-def _marker(new: str, old: str, markers: Sequence[str]) -> str | None:
-    """The first of ``markers`` that ``new`` holds and ``old`` does not."""
-    lower_new, lower_old = f" {new.lower()} ", f" {old.lower()} "
-    for marker in markers:
-        pattern = _marker_pattern(marker)
-        if pattern.search(lower_new) and not pattern.search(lower_old):
-            return marker
-    return None
-
-
-@lru_cache(maxsize=512)
-def _marker_pattern(marker: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w']){re.escape(marker)}(?![\w'])")
 
 
 # --- duplicates in another order, "key: value" statements -------------------------------
@@ -485,7 +442,7 @@ def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
         return Judgement(Relation.DISTINCT, "distinct:subject")
     if not all(t.value or t.key in _UNITS for t in old_changed if not t.negation):
         return Judgement(Relation.DISTINCT, "distinct:attribute")
-    changed_to = _marker(sa.text, sb.text, UPDATE_MARKERS)
+    changed_to = marker_added(sa.text, sb.text, UPDATE_MARKERS)
     change_verb = any(t.key in _CHANGE_VERBS for t in (*frame, *new_changed))
     before = [t for t in a if first_change is not None and t.position < first_change.position]
     if _is_event(before, a) and not change_verb and not changed_to:
@@ -623,7 +580,7 @@ def _replaces_object(sa: _Summary, sb: _Summary) -> str | None:
     first, last = old_changed[0].position, old_changed[-1].position
     if any(first < t.position < last and t.text.lower() in _COPULA for t in b):
         return None  # "favourite sport is tennis" / "favourite food is ramen": another slot
-    changed_to = _marker(sa.text, sb.text, UPDATE_MARKERS)
+    changed_to = marker_added(sa.text, sb.text, UPDATE_MARKERS)
     if changed_to:
         return f"update:{_slug(changed_to)}"
     before = [t for t in a if t.position < new_changed[0].position]

@@ -253,3 +253,56 @@ def value_kind(changed: Sequence[Token]) -> str:
         if any(ch in text for ch in "@/."):
             return "identifier"
     return "name"
+
+
+# --- what two statements do not share ------------------------------------------------
+def unmatched(added: frozenset[str], removed: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The added and removed content words left once words of one root are paired
+    ("allergic" / "allergy", "fluently" / "fluent" are forms of one word)."""
+    left_added, left_removed = set(added), set(removed)
+    # Words of one root share their first five letters (:func:`_same_root`): each added
+    # word is tried against the removed words of its prefix only, in the same order.
+    by_prefix: dict[str, list[str]] = {}
+    for y in sorted(removed):
+        if len(y) >= 5:
+            by_prefix.setdefault(y[:5], []).append(y)
+    if not by_prefix:
+        return left_added, left_removed
+    for x in sorted(added):
+        for y in by_prefix.get(x[:5], ()):
+            if y in left_removed and _same_root(x, y):
+                left_added.discard(x)
+                left_removed.discard(y)
+                break
+    return left_added, left_removed
+
+
+def _same_root(x: str, y: str) -> bool:
+    n = 0
+    for cx, cy in zip(x, y, strict=False):
+        if cx != cy:
+            break
+        n += 1
+    return n >= 5 and n >= min(len(x), len(y)) - 2
+
+
+def marker_added(new: str, old: str, markers: Sequence[str]) -> str | None:
+    """The first of ``markers`` (words or phrases) that ``new`` holds and ``old`` does not."""
+    markers = tuple(markers)
+    in_new = _markers_in(new, markers)
+    if not in_new:
+        return None
+    in_old = _markers_in(old, markers)
+    return next((m for m in markers if m in in_new and m not in in_old), None)
+
+
+@lru_cache(maxsize=8192)  # a stored text is read again for each new one it is compared with
+def _markers_in(text: str, markers: tuple[str, ...]) -> frozenset[str]:
+    """The ``markers`` that ``text`` holds as words (any case)."""
+    lower = f" {text.lower()} "
+    return frozenset(m for m in markers if _marker_pattern(m).search(lower))
+
+
+@lru_cache(maxsize=512)
+def _marker_pattern(marker: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w']){re.escape(marker)}(?![\w'])")
