@@ -448,6 +448,35 @@ def _fit(
         gone = {id(item) for item in dropped}
         every = _merged(kept, items)
         return {n: [i for i in v if id(i) not in gone] for n, v in every.items()}, dropped
+    start = {name: list(v) for name, v in kept.items()}
+    out = _greedy(kept, candidates, positions, twins, shown, budget, counter, bounded=True)
+    if counter.count(_render(out[0])) <= budget:
+        return out
+    # A bound was wrong (a merge across a line break that cost tokens): fit again,
+    # counting the whole block at every try.
+    shown = {i.id for v in start.values() for i in v}
+    return _greedy(start, candidates, positions, twins, shown, budget, counter, bounded=False)
+
+
+def _greedy(
+    kept: dict[str, list[ContextItem]],
+    candidates: Sequence[ContextItem],
+    positions: dict[int, int],
+    twins: dict[str, list[str]],
+    shown: set[str],
+    budget: int,
+    counter: TokenCounter,
+    *,
+    bounded: bool,
+) -> tuple[dict[str, list[ContextItem]], list[ContextItem]]:
+    """:func:`_fit`'s loop. With ``bounded``, an item is kept without counting the
+    whole block when the tokens kept so far plus its line's own (and its heading's,
+    in a new section) plus ``_SLACK`` fit: the block cannot be larger, so the
+    decision is the one the whole count would make, without its cost; otherwise
+    (and for every try without ``bounded``) the whole block is counted."""
+    titles = {spec.name: spec.title for spec in SECTIONS}
+    used = counter.count(_render(kept))
+    dropped: list[ContextItem] = []
     for item in candidates:
         if any(t in shown for t in twins.get(item.id, ())):
             dropped.append(item)
@@ -455,7 +484,17 @@ def _fit(
         section = kept.setdefault(item.section, [])
         trial = sorted([*section, item], key=lambda it: positions.get(id(it), -1))
         kept[item.section] = trial
-        if counter.count(_render(kept)) <= budget:
+        if bounded:
+            grows = counter.count(item.line()) + _SLACK
+            if not section:
+                grows += counter.count(f"## {titles[item.section]}") + _SLACK
+            if used + grows <= budget:
+                used += grows
+                shown.add(item.id)
+                continue
+        count = counter.count(_render(kept))
+        if count <= budget:
+            used = count
             shown.add(item.id)
             continue
         kept[item.section] = section
