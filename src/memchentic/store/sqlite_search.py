@@ -24,7 +24,7 @@ from .base import MemoryFilter, RankRow, Similar
 from .keywords import choose_words
 from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row, where
-from .sqlite_state import RankState, matcher, state_of
+from .sqlite_state import MAX_ROWS, RankState, matcher, state_of
 from .vectors import VectorIndex
 
 
@@ -173,6 +173,9 @@ class SQLiteSearch(SQLiteIsolated):
     def _rank_state(self) -> RankState | None:
         """This connection's :class:`~.sqlite_state.RankState`, current; None inside a
         transaction or for a large store (then the callers read SQL)."""
+        index = self._index
+        if index is not None and len(index) > MAX_ROWS:  # known large: not even a statement
+            return None
         return state_of(self.conn, self._live_rows)
 
     def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
