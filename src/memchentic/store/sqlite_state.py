@@ -87,6 +87,12 @@ def matcher(flt: MemoryFilter) -> Match | None:
     kinds = frozenset(flt.kinds) if flt.kinds else None
     now = to_text(flt.now) if not flt.include_expired and flt.now is not None else None
     live = not flt.include_superseded
+    if namespaces is not None and types is None and kinds is None and now is not None and not live:
+
+        def searched(e: Entry) -> bool:  # a search's filter: the namespaces, not expired
+            return e.rank.namespace in namespaces and (e.expires is None or e.expires > now)
+
+        return searched
 
     def match(e: Entry) -> bool:
         r = e.rank
