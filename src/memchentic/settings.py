@@ -380,9 +380,9 @@ class Settings(BaseSettings):
     )
     context_fill_tokens_per_hit: int = _env(
         "CONTEXT_FILL_TOKENS_PER_HIT",
-        0,
+        40,
         "With a budget, a context searches for at least budget / this many hits, so a large "
-        "budget is filled (0, the default: CONTEXT_SEARCH_LIMIT only).",
+        "budget is filled (0: CONTEXT_SEARCH_LIMIT only).",
         ge=0,
     )
     context_excerpt_over_chars: int = _env(
