@@ -200,7 +200,7 @@ def run(
 
         warm = Conversation("warm-up", convs[0].entries[:40])
         for way in ways:
-            with Memory(location(f"warm-{way}"), embedder=emb, settings=settings) as mem:
+            with Memory(location(f"warm_{way}"), embedder=emb, settings=settings) as mem:
                 write(mem, warm, way, log)  # lazy imports and caches
             rates: list[float] = []
             results: list[WriteResult] = []
