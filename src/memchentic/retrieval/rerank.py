@@ -179,9 +179,10 @@ def query_cues(query: str, idf: Mapping[str, float] | None = None) -> QueryCues:
 
 
 # --- a memory's text ----------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DocText:
-    """A memory's text as the signals read it."""
+    """A memory's text as the signals read it. (No slots: :attr:`pairs` is
+    computed once, when the phrase signal first asks, and kept with it.)"""
 
     raw: str
     #: Folded content words, in order.
@@ -190,8 +191,11 @@ class DocText:
     words: frozenset[str]
     #: Folded words of the name of who said it (``metadata["speaker"]`` or ``role``).
     speaker: frozenset[str] = frozenset()
-    #: Adjacent pairs of ``terms`` (None: :func:`phrase` pairs them itself).
-    pairs: frozenset[tuple[str, str]] | None = None
+
+    @functools.cached_property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        """Adjacent pairs of :attr:`terms`, in order."""
+        return frozenset(zip(self.terms, self.terms[1:], strict=False))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -217,8 +221,7 @@ def _doc_text(text: str, speaker: str | None) -> DocText:
     pairs = [_folded(t) for t in _TOKEN.findall(text.lower())]
     terms = tuple(f for f, content in pairs if content)
     named = frozenset(fold(t) for t in _TOKEN.findall(speaker or ""))
-    adjacent = frozenset(zip(terms, terms[1:], strict=False))
-    return DocText(text, terms, frozenset(f for f, _ in pairs), named, adjacent)
+    return DocText(text, terms, frozenset(f for f, _ in pairs), named)
 
 
 # --- signals ----------------------------------------------------------------------------
@@ -269,7 +272,7 @@ def phrase(doc: DocText, q: QueryCues) -> float:
     total = sum(q.weights[a] + q.weights[b] for a, b in pairs)
     if total <= 0:
         return 0.0
-    have = doc.pairs if doc.pairs is not None else set(zip(doc.terms, doc.terms[1:], strict=False))
+    have = doc.pairs
     return sum(q.weights[a] + q.weights[b] for a, b in pairs if (a, b) in have) / total
 
 
