@@ -148,3 +148,80 @@ def test_recall_counting_reaches_the_next_search(make_mem: Callable[..., Memory]
     much_later = NOW + timedelta(days=1)  # past the debounce: counted again, through b
     _ranked(b, much_later)
     assert _ranked(a, much_later) == _ranked(make_mem("shared"), much_later)
+
+
+def _sqlite_pair(tmp_path: Any) -> tuple[Memory, Memory, Callable[[], Memory], list[str]]:
+    path = tmp_path / "state.db"
+    a = Memory(path=path, embedder="hash")
+    ids = _log(a)
+    b = Memory(path=path, embedder="hash")
+    _as_fresh(a, lambda: Memory(path=path, embedder="hash"))
+    _ranked(a)
+    return a, b, lambda: Memory(path=path, embedder="hash"), ids
+
+
+def _count_whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from memchentic.store import sqlite_state
+
+    calls: list[int] = []
+    whole = sqlite_state.RankState._read_whole
+
+    def counted(self: Any, conn: Any, rows: Any) -> bool:
+        calls.append(1)
+        return whole(self, conn, rows)
+
+    monkeypatch.setattr(sqlite_state.RankState, "_read_whole", counted)
+    return calls
+
+
+def test_another_connections_write_is_read_by_its_rows_alone(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: another connection's commit (a thread, a worker, a process) makes
+    the state read again only the rows it wrote (``memory_log``), not every row:
+    under concurrent clients every search finds another's commit."""
+    a, b, fresh, ids = _sqlite_pair(tmp_path)
+    whole = _count_whole_reads(monkeypatch)
+    for name in ("revise content", "add into a session", "delete"):
+        CHANGES[name](b, ids)
+        _ranked(a)
+    assert whole == []
+    monkeypatch.undo()
+    assert ids[0] not in _as_fresh(a, fresh)
+
+
+def test_a_state_behind_what_the_log_keeps_reads_every_row(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the log no longer holds the entries after a state's position (it keeps
+    its last 100,000), or the store's index epoch changed (a restore), the state
+    is read whole and ranks as a fresh one."""
+    a, b, fresh, ids = _sqlite_pair(tmp_path)
+    whole = _count_whole_reads(monkeypatch)
+    CHANGES["delete"](b, ids)
+    with b.store.write():  # as the log's pruning would: the entries a has not read
+        b.store.conn.execute("DELETE FROM memory_log")
+    _ranked(a)
+    assert len(whole) == 1
+    with b.store.write():
+        b.store.conn.execute("UPDATE meta SET value = 'another epoch' WHERE key = 'index_epoch'")
+    _ranked(a)
+    assert len(whole) == 2
+    monkeypatch.undo()
+    assert ids[0] not in _as_fresh(a, fresh)
+
+
+def test_the_log_keeps_its_last_entries(tmp_path: Any) -> None:
+    """``memory_log`` drops entries 100,000 behind its newest (every 1,000th entry
+    prunes), so recall counting and writes do not grow it without bound."""
+    with Memory(path=tmp_path / "log.db", embedder="hash") as m:
+        ids = _log(m)
+        with m.store.write():
+            m.store.conn.execute(
+                "UPDATE sqlite_sequence SET seq = 199990 WHERE name = 'memory_log'"
+            )
+        for n in range(12):
+            m.revise(ids[1], metadata={"n": n}, now=NOW)
+        seqs = [r[0] for r in m.store.conn.execute("SELECT seq FROM memory_log")]
+        assert max(seqs) > 200_000
+        assert min(seqs) > 100_000  # the first entries (1..) are gone

@@ -3,21 +3,19 @@ connection (issue 36, item 2): what the search's filter, its ranking rows
 (:class:`~.base.RankRow`) and its conversation context read of each candidate,
 without a statement or a timestamp parse per search.
 
-What keeps it current, whatever writes the store:
+What keeps it current, whatever writes the store: the ``memory_log`` table
+(migration 14), to which triggers add the rowid of every row of ``memories``
+inserted, updated or deleted, in the writing transaction, by any connection,
+thread or process, and every write path (add, update, supersede, delete,
+expire, import, recall counting). Before each use the state reads the entries
+after its position and reads those rows again; it reads every row again only
+at first, when the store's ``index_epoch`` changed (a restore, a reindex), or
+when the log no longer holds the entries after its position (it keeps its last
+100,000). Inside a transaction the state is not used at all (what the
+transaction wrote may still roll back): the callers read SQL as before.
 
-* another connection's commit (another thread, process or ``Memory`` on the
-  file) changes this connection's ``PRAGMA data_version``: the state is read
-  again whole;
-* this connection's own writes to ``memories`` (every write path: add, update,
-  supersede, delete, expire, import, recall counting) are logged by temporary
-  triggers, which only this connection has, into ``temp.memory_changes``; the
-  rows logged are read again before the next use (a write's log entries and its
-  rows commit or roll back together);
-* inside a transaction the state is not used at all (what the transaction wrote
-  may still roll back): the callers read SQL as before.
-
-A store larger than :data:`MAX_ROWS` keeps no state (reading it whole again
-after another process's write would cost more than it saves).
+A store larger than :data:`MAX_ROWS` keeps no state (its memory, and a read of
+every row when a connection falls behind, would cost more than it saves).
 """
 
 from __future__ import annotations
@@ -36,15 +34,12 @@ from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row
 MAX_ROWS = 50_000
 
 _COLUMNS = f"m.rowid, m.id, {RANK_COLUMNS}, m.expires_at, m.superseded_by"
-_TRIGGERS = (
-    "CREATE TEMP TABLE IF NOT EXISTS memory_changes (key INTEGER PRIMARY KEY)",
-    "CREATE TEMP TRIGGER IF NOT EXISTS memory_changes_insert AFTER INSERT ON main.memories "
-    "BEGIN INSERT OR IGNORE INTO memory_changes VALUES (new.rowid); END",
-    "CREATE TEMP TRIGGER IF NOT EXISTS memory_changes_update AFTER UPDATE ON main.memories "
-    "BEGIN INSERT OR IGNORE INTO memory_changes VALUES (old.rowid); "
-    "INSERT OR IGNORE INTO memory_changes VALUES (new.rowid); END",
-    "CREATE TEMP TRIGGER IF NOT EXISTS memory_changes_delete AFTER DELETE ON main.memories "
-    "BEGIN INSERT OR IGNORE INTO memory_changes VALUES (old.rowid); END",
+#: The store's ``index_epoch`` (tag -2), the log's last number (tag -1), then
+#: the entries after the first parameter (none when the second is true).
+_CHANGES = (
+    "SELECT -2, (SELECT value FROM meta WHERE key = 'index_epoch') "
+    "UNION ALL SELECT -1, (SELECT seq FROM sqlite_sequence WHERE name = 'memory_log') "
+    "UNION ALL SELECT seq, key FROM memory_log WHERE seq > ? AND NOT ?"
 )
 
 
@@ -107,13 +102,26 @@ def matcher(flt: MemoryFilter) -> Match | None:
     return match
 
 
+def _changes(
+    conn: sqlite3.Connection, after: int | None
+) -> tuple[object, int, list[tuple[int, int]]]:
+    """The store's ``index_epoch``, the log's last number, and (``after`` given)
+    the log's entries after it, in order."""
+    found = conn.execute(_CHANGES, (-1 if after is None else after, after is None)).fetchall()
+    marks = {tag: value for tag, value in found if tag < 0}
+    logged = sorted((seq, key) for seq, key in found if seq >= 0)
+    return marks.get(-2), int(marks.get(-1) or 0), logged
+
+
 class RankState:
     """Every row's :class:`Entry` (expired and superseded ones too), by rowid and
     by id, and each session's rows in time order."""
 
     def __init__(self) -> None:
-        #: ``PRAGMA data_version`` when the state was read whole (None: not read).
-        self.version: int | None = None
+        #: The last ``memory_log`` entry the state has read (None: not read yet),
+        #: and the store's ``index_epoch`` then.
+        self.seq: int | None = None
+        self.epoch: str | None = None
         self.entries: dict[int, Entry] = {}
         self.keys: dict[str, int] = {}
         #: (namespace, session) -> rowids; and its rows sorted, made when read.
@@ -123,46 +131,56 @@ class RankState:
     # --- keeping it current -------------------------------------------------------
     def sync(self, conn: sqlite3.Connection, rows: Callable[[], int]) -> bool:
         """Bring the state up to what ``conn`` sees; False when the store is too
-        large to keep one (``rows``: about how many it holds)."""
-        logged: list[int] = []
-        if self.version is None:  # the change log may not exist yet on this connection
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-        else:  # one statement: the version and this connection's logged rows
-            found = conn.execute(
-                "SELECT 0, data_version FROM pragma_data_version() "
-                "UNION ALL SELECT 1, key FROM temp.memory_changes"
-            ).fetchall()
-            version = next(value for logs, value in found if not logs)
-            logged = [key for logs, key in found if logs]
-        if version != self.version:
-            if rows() > MAX_ROWS:
-                self.version = None
-                self.entries, self.keys = {}, {}
-                self._members, self._lines = {}, {}
-                return False
-            for statement in _TRIGGERS:
-                conn.execute(statement)
-            conn.execute("DELETE FROM temp.memory_changes")
-            self.entries, self.keys = {}, {}
-            self._members, self._lines = {}, {}
-            self._put(_entry(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM memories m"))
-            self.version = version
-        elif logged:
-            for key in logged:
-                self._drop(key)
-            for start in range(0, len(logged), 4096):
-                chunk = logged[start : start + 4096]
-                found = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories m NOT INDEXED "
-                    f"WHERE m.rowid IN ({', '.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
-                self._put(map(_entry, found))
-            conn.execute("DELETE FROM temp.memory_changes")
-            if len(self.entries) > MAX_ROWS:
-                self.version = None
-                return False
+        large to keep one (``rows``: about how many it holds).
+
+        One statement reads the store's ``index_epoch`` (a restore or reindex
+        gives a new one), the log's last number, and the rows logged since the
+        state's position; those rows are read again. The state is read whole
+        at first, after an epoch change, when the log went backwards (another
+        file now) or has dropped entries the state has not seen."""
+        if self.seq is None:
+            return self._read_whole(conn, rows)
+        epoch, top, logged = _changes(conn, self.seq)
+        if (
+            epoch != self.epoch
+            or top < self.seq
+            or (top > self.seq and (not logged or logged[0][0] != self.seq + 1))
+        ):
+            return self._read_whole(conn, rows)
+        if not logged:
+            return True
+        keys = list(dict.fromkeys(key for _, key in logged))
+        for key in keys:
+            self._drop(key)
+        for start in range(0, len(keys), 4096):
+            chunk = keys[start : start + 4096]
+            self._put(map(_entry, conn.execute(
+                f"SELECT {_COLUMNS} FROM memories m NOT INDEXED "
+                f"WHERE m.rowid IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()))  # fmt: skip
+        self.seq = logged[-1][0]
+        if len(self.entries) > MAX_ROWS:
+            self._forget()
+            return False
         return True
+
+    def _read_whole(self, conn: sqlite3.Connection, rows: Callable[[], int]) -> bool:
+        """Every row again. The log's position is read first: a write committed
+        between the two reads is then read again at the next sync (reading a row
+        again is harmless), never missed."""
+        self._forget()
+        if rows() > MAX_ROWS:
+            return False
+        epoch, seq, _ = _changes(conn, None)
+        self._put(_entry(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM memories m"))
+        self.epoch, self.seq = epoch, seq
+        return True
+
+    def _forget(self) -> None:
+        self.seq = None
+        self.entries, self.keys = {}, {}
+        self._members, self._lines = {}, {}
 
     def _put(self, entries: Iterable[Entry]) -> None:
         for e in entries:

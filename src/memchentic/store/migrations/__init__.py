@@ -36,6 +36,7 @@ STEPS: tuple[str, ...] = (
     "m011_keyword_analysis",
     "m012_access_keys",
     "m013_keyword_rules",
+    "m014_memory_log",
 )
 
 

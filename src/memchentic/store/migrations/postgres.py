@@ -448,6 +448,12 @@ def m013_keyword_rules(conn: Any) -> None:
     conn.execute("SELECT memchentic_flush_terms()")
 
 
+def m014_memory_log(conn: Any) -> None:
+    """Nothing on PostgreSQL: step 14 gives SQLite a log of the memories' rows
+    written, which its per-connection search state reads (``sqlite_state``);
+    PostgreSQL's searches read the rows in the database."""
+
+
 MIGRATIONS: list[Callable[[Any], None]] = ordered(globals())
 
 

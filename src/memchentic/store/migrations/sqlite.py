@@ -406,6 +406,38 @@ def m013_keyword_rules(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
 
 
+def m014_memory_log(conn: sqlite3.Connection) -> None:
+    """A log of the memories' rows written (issue 36): triggers record the rowid
+    of every row inserted, updated or deleted, so a connection that keeps the
+    ranking columns in memory (``sqlite_state``) reads again only the rows
+    changed since it last looked, whoever wrote them, instead of every row after
+    any other connection's commit. The log keeps its last 100,000 entries (a
+    reader further behind reads the rows whole)."""
+    run_script(conn, MEMORY_LOG)
+
+
+#: Step 14's table and triggers (also what ``m014_memory_log`` runs).
+MEMORY_LOG = """
+    CREATE TABLE IF NOT EXISTS memory_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER NOT NULL
+    );
+    CREATE TRIGGER IF NOT EXISTS memory_log_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memory_log(key) VALUES (new.rowid);
+    END;
+    CREATE TRIGGER IF NOT EXISTS memory_log_au AFTER UPDATE ON memories BEGIN
+        INSERT INTO memory_log(key) VALUES (old.rowid);
+        INSERT INTO memory_log(key) SELECT new.rowid WHERE new.rowid != old.rowid;
+    END;
+    CREATE TRIGGER IF NOT EXISTS memory_log_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memory_log(key) VALUES (old.rowid);
+    END;
+    CREATE TRIGGER IF NOT EXISTS memory_log_prune AFTER INSERT ON memory_log
+    WHEN new.seq % 1000 = 0 BEGIN
+        DELETE FROM memory_log WHERE seq <= new.seq - 100000;
+    END;
+"""
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = ordered(globals())
 
 
