@@ -46,33 +46,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 if __package__ in (None, ""):  # run as a script: the repository root holds ``bench``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import cache, ingest, longmemeval  # noqa: E402
-from memchentic import Embedder, Memory, get_embedder  # noqa: E402
+from bench.harness.cache import Stopwatch  # noqa: E402
+from memchentic import Memory, get_embedder  # noqa: E402
 from memchentic.settings import load_settings  # noqa: E402
 from memchentic.write.statements import embedding_text  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "dev.json.gz"
-
-
-class Stopwatch(Embedder):
-    """``inner``'s vectors, with the seconds spent getting them (to subtract)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.name, self.model, self.dimension = inner.name, inner.model, inner.dimension
-        self.seconds = 0.0
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        began = time.perf_counter()
-        try:
-            return self.inner.embed_batch(texts)
-        finally:
-            self.seconds += time.perf_counter() - began
 
 
 def quantile(values: Sequence[float], q: float) -> float:

@@ -53,12 +53,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 if __package__ in (None, ""):  # run as a script: the repository root holds ``bench``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import cache, locomo, longmemeval  # noqa: E402
+from bench.harness.cache import Stopwatch  # noqa: E402
 from bench.harness.ingest import Entry  # noqa: E402
 from bench.write_decisions import store_location  # noqa: E402
 from memchentic import Embedder, Memory, WriteResult, get_embedder  # noqa: E402
@@ -70,22 +69,6 @@ WAYS = ("add_many", "add")
 #: Metadata keys that name the speaker: left out of a turn under the default policy
 #: (a turn that names its speaker is a record of speech, never resolved).
 _SPEAKER = ("speaker", "role")
-
-
-class Stopwatch(Embedder):
-    """``inner``'s vectors, with the seconds spent getting them (to subtract)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.name, self.model, self.dimension = inner.name, inner.model, inner.dimension
-        self.seconds = 0.0
-
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        began = time.perf_counter()
-        try:
-            return self.inner.embed_batch(texts)
-        finally:
-            self.seconds += time.perf_counter() - began
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -76,3 +77,19 @@ class DiskCachedEmbedder(Embedder):
         if self.db is not None:
             self.db.close()
             self.db = None
+
+
+class Stopwatch(Embedder):
+    """``inner``'s vectors, with the seconds spent getting them (to subtract)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name, self.model, self.dimension = inner.name, inner.model, inner.dimension
+        self.seconds = 0.0
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        began = time.perf_counter()
+        try:
+            return self.inner.embed_batch(texts)
+        finally:
+            self.seconds += time.perf_counter() - began
