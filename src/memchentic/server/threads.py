@@ -12,9 +12,10 @@ query), so one thread loses nothing.
 ``memchentic serve`` limits each worker to one BLAS thread unless the
 environment names a count (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS`` or
 ``MKL_NUM_THREADS``), as it does for the embedder's threads (docs/server.md).
-The limit is set through ``threadpoolctl`` when it is installed (it comes with
-the ``local`` extra); without it, the environment variable it also sets reaches
-workers started after it (``--workers`` of 2 or more).
+The limit is set through ``threadpoolctl`` when it is installed (the
+``server`` and ``local`` extras install it); without it, the environment
+variable it also sets reaches workers started after it (``--workers`` of 2 or
+more).
 """
 
 from __future__ import annotations
