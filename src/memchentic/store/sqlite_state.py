@@ -104,13 +104,14 @@ def matcher(flt: MemoryFilter) -> Match | None:
 
 def _changes(
     conn: sqlite3.Connection, after: int | None
-) -> tuple[object, int, list[tuple[int, int]]]:
+) -> tuple[str | None, int, list[tuple[int, int]]]:
     """The store's ``index_epoch``, the log's last number, and (``after`` given)
     the log's entries after it, in order."""
     found = conn.execute(_CHANGES, (-1 if after is None else after, after is None)).fetchall()
     marks = {tag: value for tag, value in found if tag < 0}
     logged = sorted((seq, key) for seq, key in found if seq >= 0)
-    return marks.get(-2), int(marks.get(-1) or 0), logged
+    epoch = marks.get(-2)
+    return None if epoch is None else str(epoch), int(marks.get(-1) or 0), logged
 
 
 class RankState:
