@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import json
-import pstats
 import statistics
 import sys
 import tempfile
@@ -51,6 +49,7 @@ if __package__ in (None, ""):  # run as a script: the repository root holds ``be
 
 from bench.harness import cache, ingest, longmemeval  # noqa: E402
 from bench.harness.cache import Stopwatch  # noqa: E402
+from bench.harness.profiling import profile_tables  # noqa: E402
 from memchentic import Memory, get_embedder  # noqa: E402
 from memchentic.settings import load_settings  # noqa: E402
 from memchentic.write.statements import embedding_text  # noqa: E402
@@ -174,16 +173,8 @@ def run(
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }  # fmt: skip
     if profiler is not None:
-        report["profile"] = {key: _top(profiler, key, profile) for key in ("tottime", "cumulative")}
+        report["profile"] = profile_tables(profiler, profile)
     return report
-
-
-def _top(profiler: cProfile.Profile, key: str, count: int) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.strip_dirs().sort_stats(key).print_stats(count)
-    text = out.getvalue()
-    return text[text.find("   ncalls") :].rstrip() + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

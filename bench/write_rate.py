@@ -39,10 +39,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import hashlib
-import io
 import itertools
 import json
-import pstats
 import statistics
 import sys
 import time
@@ -59,6 +57,7 @@ if __package__ in (None, ""):  # run as a script: the repository root holds ``be
 from bench.harness import cache, locomo, longmemeval  # noqa: E402
 from bench.harness.cache import Stopwatch  # noqa: E402
 from bench.harness.ingest import Entry  # noqa: E402
+from bench.harness.profiling import profile_tables  # noqa: E402
 from bench.write_decisions import store_location  # noqa: E402
 from memchentic import Embedder, Memory, WriteResult, get_embedder  # noqa: E402
 from memchentic.settings import Settings, load_settings  # noqa: E402
@@ -204,20 +203,11 @@ def run(
                     return p.runcall(f)
 
                 one_pass(way, profiled)
-                figures["profile"] = {k: _top(profiler, k, profile)
-                                      for k in ("tottime", "cumulative")}  # fmt: skip
+                figures["profile"] = profile_tables(profiler, profile)
             report["ways"][way] = figures
             print(f"{way}: {figures['memories_per_s']} memories/s", file=sys.stderr)
     report["at"] = datetime.now(UTC).isoformat(timespec="seconds")
     return report
-
-
-def _top(profiler: cProfile.Profile, key: str, count: int) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.strip_dirs().sort_stats(key).print_stats(count)
-    text = out.getvalue()
-    return text[text.find("   ncalls") :].rstrip() + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
