@@ -1,7 +1,8 @@
 """The search's state of each store (issue 36, item 2): what a search reads of
-every memory without SQL (SQLite keeps it per connection, ``store/sqlite_state.py``)
-must follow every write, whoever makes it: the same ``Memory``, or another one
-on the same store (another connection, as another process would be).
+every memory without SQL (SQLite keeps one per store object, shared by its
+threads' connections, ``store/sqlite_state.py``) must follow every write,
+whoever makes it: the same ``Memory``, or another one on the same store
+(another connection, as another process would be).
 
 Each test searches through ``a`` (so its state is built), changes the store
 through ``b`` (or ``a`` itself), and checks that ``a``'s next search sees the
@@ -225,3 +226,39 @@ def test_the_log_keeps_its_last_entries(tmp_path: Any) -> None:
         seqs = [r[0] for r in m.store.conn.execute("SELECT seq FROM memory_log")]
         assert max(seqs) > 200_000
         assert min(seqs) > 100_000  # the first entries (1..) are gone
+
+
+def test_threads_of_one_store_share_one_state(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite: every thread has its own connection, but the store keeps one state
+    (a server's threads hold one copy, not one each): a thread's first search reads
+    no row again, another thread's write reaches this thread's next search, and
+    both rank as a fresh store."""
+    import threading
+
+    a, _, fresh, ids = _sqlite_pair(tmp_path)
+    whole = _count_whole_reads(monkeypatch)
+    seen: list[list[tuple[str, float, dict[str, float]]]] = []
+    errors: list[BaseException] = []
+
+    def in_thread(work: Callable[[], Any]) -> None:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+
+    in_thread(lambda: seen.append(_ranked(a)))
+    in_thread(lambda: CHANGES["delete"](a, ids))
+    in_thread(lambda: seen.append(_ranked(a)))
+    assert errors == []
+    assert whole == []  # the threads' connections read no row whole
+    assert ids[0] in [i for i, _, _ in seen[0]]
+    assert ids[0] not in [i for i, _, _ in seen[1]]
+    monkeypatch.undo()
+    assert ids[0] not in _as_fresh(a, fresh)

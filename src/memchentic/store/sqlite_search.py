@@ -176,7 +176,7 @@ class SQLiteSearch(SQLiteIsolated):
         index = self._index
         if index is not None and len(index) > MAX_ROWS:  # known large: not even a statement
             return None
-        return state_of(self.conn, self._live_rows)
+        return state_of(self.conn, self._live_rows, self)
 
     def rank_rows(self, ids: Sequence[str], *, vectors: bool = False) -> dict[str, RankRow]:
         state = self._rank_state()
@@ -186,8 +186,7 @@ class SQLiteSearch(SQLiteIsolated):
                 select = (f"SELECT m.id, {RANK_COLUMNS}, v.embedding FROM memories m "
                           "LEFT JOIN vectors v ON v.rowid = m.rowid")  # fmt: skip
             return {row[0]: rank_row(row, 1) for row in self._by_ids(select, ids)}
-        found = [e for i in dict.fromkeys(ids) if (key := state.keys.get(i)) is not None
-                 and (e := state.entries.get(key)) is not None]  # fmt: skip
+        found = state.found(ids)
         if not vectors:
             return {e.id: e.rank for e in found}
         keys = [e.key for e in found]

@@ -1,7 +1,13 @@
-"""The ranking columns of every memory of a SQLite store, kept in memory per
-connection (issue 36, item 2): what the search's filter, its ranking rows
-(:class:`~.base.RankRow`) and its conversation context read of each candidate,
-without a statement or a timestamp parse per search.
+"""The ranking columns of every memory of a SQLite store, kept in memory once per
+store object and process (issue 36, item 2): what the search's filter, its
+ranking rows (:class:`~.base.RankRow`) and its conversation context read of each
+candidate, without a statement or a timestamp parse per search.
+
+One state serves every thread's connection of a store: whichever connection
+uses it next brings it up to date, under the state's lock, before it is read
+(so eight server threads keep one copy, not eight, and read each write once).
+Outside a transaction every statement sees the latest commit, and so does the
+state after its sync: the two agree whichever connection synced it.
 
 What keeps it current, whatever writes the store: the ``memory_log`` table
 (migration 14), to which triggers add the rowid of every row of ``memories``
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
@@ -31,7 +38,7 @@ from .filters import MemoryFilter
 from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row
 
 #: Stores of more rows keep no state.
-MAX_ROWS = 50_000
+MAX_ROWS = 200_000
 
 _COLUMNS = f"m.rowid, m.id, {RANK_COLUMNS}, m.expires_at, m.superseded_by"
 #: The store's ``index_epoch`` (tag -2), the log's last number (tag -1), then
@@ -119,6 +126,9 @@ class RankState:
     by id, and each session's rows in time order."""
 
     def __init__(self) -> None:
+        #: Held while the state is brought up to date, and while a reader walks
+        #: what a sync changes in place (a session's members).
+        self.lock = threading.RLock()
         #: The last ``memory_log`` entry the state has read (None: not read yet),
         #: and the store's ``index_epoch`` then.
         self.seq: int | None = None
@@ -212,12 +222,13 @@ class RankState:
         key = (namespace, session)
         found = self._lines.get(key)
         if found is None:
-            entries = sorted(
-                (self.entries[k] for k in self._members.get(key, ())),
-                key=lambda e: (e.created, e.id),
-            )
-            found = ([e.created for e in entries], entries)  # type: ignore[misc]
-            self._lines[key] = found
+            with self.lock:
+                entries = sorted(
+                    (self.entries[k] for k in self._members.get(key, ())),
+                    key=lambda e: (e.created, e.id),
+                )
+                found = ([e.created for e in entries], entries)  # type: ignore[misc]
+                self._lines[key] = found
         return found
 
     def passing(
@@ -226,27 +237,50 @@ class RankState:
         """The keys of rows that pass ``match``, with their ids (``read``: their
         RankRows by key)."""
         out: dict[int, str] = {}
-        for key in keys:
-            e = self.entries.get(key)
-            if e is not None and match(e):
-                out[key] = e.id
-                if read is not None:
-                    read[key] = e.rank
+        with self.lock:  # not while another thread's sync has a row half replaced
+            entries = self.entries
+            for key in keys:
+                e = entries.get(key)
+                if e is not None and match(e):
+                    out[key] = e.id
+                    if read is not None:
+                        read[key] = e.rank
         return out
+
+    def found(self, ids: Iterable[str]) -> list[Entry]:
+        """The entries of these ids that the store holds (each once, in order)."""
+        with self.lock:
+            keys, entries = self.keys, self.entries
+            return [e for i in dict.fromkeys(ids) if (key := keys.get(i)) is not None
+                    and (e := entries.get(key)) is not None]  # fmt: skip
 
     def window(self, namespace: str, session: str, lo: str, hi: str) -> list[Entry]:
         """A session's rows created from ``lo`` to ``hi`` (texts), in order."""
-        times, entries = self.line(namespace, session)
-        return entries[bisect.bisect_left(times, lo) : bisect.bisect_right(times, hi)]
+        with self.lock:
+            times, entries = self.line(namespace, session)
+            return entries[bisect.bisect_left(times, lo) : bisect.bisect_right(times, hi)]
 
 
-def state_of(conn: sqlite3.Connection, rows: Callable[[], int]) -> RankState | None:
-    """``conn``'s state, brought up to date; None inside a transaction and for a
-    store of more than :data:`MAX_ROWS` (``rows``: about how many it holds)."""
+def state_of(
+    conn: sqlite3.Connection, rows: Callable[[], int], holder: object | None = None
+) -> RankState | None:
+    """The state of ``holder`` (by default ``conn`` itself; a store passes itself,
+    so its threads' connections share one), brought up to date through ``conn``;
+    None while ``conn`` is inside a transaction and for a store of more than
+    :data:`MAX_ROWS` (``rows``: about how many it holds)."""
     if conn.in_transaction:
         return None
-    state: RankState | None = getattr(conn, "rank_state", None)
+    owner = conn if holder is None else holder
+    state: RankState | None = getattr(owner, "rank_state", None)
     if state is None:
-        state = RankState()
-        conn.rank_state = state  # type: ignore[attr-defined]
-    return state if state.sync(conn, rows) else None
+        with _MADE:
+            state = getattr(owner, "rank_state", None)
+            if state is None:
+                state = RankState()
+                owner.rank_state = state  # type: ignore[attr-defined]
+    with state.lock:
+        return state if state.sync(conn, rows) else None
+
+
+#: Held while a holder's state is first made (two threads make one, not two).
+_MADE = threading.Lock()
