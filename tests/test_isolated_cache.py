@@ -116,7 +116,10 @@ def test_a_state_holds_only_rows_of_its_namespaces(shared: Memory):
         assert state.rows and set(state.rows) <= allowed, namespaces
         for kind, kept in state.kept.items():
             assert set(kept) <= allowed, (namespaces, kind)
-        assert state.kept["documents"] or state.kept["words"], namespaces
+        assert set(state.documents_kept) <= allowed, namespaces
+        for _, visible in state._visible:
+            assert set(visible.keys) <= allowed, namespaces
+        assert state.documents_kept or state.kept.get("words"), namespaces
     bob_only = cache._states[("user:bob",)]
     assert set(bob_only.rows) == _rowids(shared, ["user:bob"])
 

@@ -21,11 +21,22 @@ reads only what passes its filter (row ids) and what changed since:
   analyses are a function of the text (and of the store's keyword language,
   rules and title weight, which are checked too).
 
-Which rows a search may see is never cached: each search reads the keys of the
-rows passing its filter (namespaces, expiry, supersession, every field), and the
-state only supplies what those rows hold. A state is keyed by its namespaces, so
-it holds only rows of those namespaces, put there by searches that could read
-them. Not used inside a transaction (the reads could hold uncommitted rows).
+* **The rows a filter passes** (:meth:`VisibleState.visible`): the keys and ids of
+  the rows passing one filter, as its statement read them, kept only while the
+  store's ``memory_log`` (every insert, update and delete of a memory, by any
+  connection or process, logged by triggers) has not moved and the clock has not
+  reached the earliest expiry among them; any write to any memory, a new
+  ``index_epoch``, or a filter that reads another table (``written_by``) reads
+  them again.
+* **Keyword documents by log** (:meth:`VisibleState.documents`): each matched
+  row's index terms, kept while the ``memory_log`` logs no change of its row
+  (the entries since are read before use and their rows dropped), so a search
+  reads the keys of its keyword matches, not their text.
+
+A state is keyed by its namespaces, so it holds only rows of those namespaces,
+put there by searches that could read them; a filter's rows are kept with the
+whole filter. Not used inside a transaction (the reads could hold uncommitted
+rows).
 """
 
 from __future__ import annotations
@@ -39,6 +50,8 @@ import numpy as np
 
 #: Sets of namespaces kept at most (each an identity's, or a scope of one).
 MAX_STATES = 256
+#: Filters whose passing rows a state keeps at once (:meth:`VisibleState.visible`).
+MAX_FILTERS = 8
 #: Analyses rows' texts: ``[(title, content, tags)] -> [an analysis of each]``.
 Analyse = Callable[[Sequence[tuple[str, str, str]]], list[Any]]
 #: Reads vectors: ``rowids -> [(rowid, float32 bytes)]`` (rows without one left out).
@@ -65,6 +78,14 @@ class VisibleState:
         #: kind -> rowid -> ((title, content, tags), what the keyword stage made of it)
         self.kept: dict[str, dict[int, tuple[tuple[str, str, str], Any]]] = {}
         self.basis: Hashable = None
+        #: The rows each recent filter passed (:meth:`visible`), newest last.
+        self._visible: list[tuple[Any, Visible]] = []
+        #: The ``(index_epoch, memory_log position)`` :attr:`documents_kept` are
+        #: current to (None: not read yet); what the keyword stage made of each row,
+        #: by rowid, valid while the log names no change of the row.
+        self.logged_at: tuple[str | None, int] | None = None
+        self.documents_kept: dict[int, Any] = {}
+        self.documents_basis: Hashable = None
 
     # --- vectors ------------------------------------------------------------------------
     def catch_up(
@@ -186,9 +207,105 @@ class VisibleState:
                         kept[rows[i][0]] = (rows[i][1], value)
         return out
 
+    # --- which rows a filter passes ------------------------------------------------------
+    def visible(self, flt: Any, mark: tuple[str | None, int], now: str | None) -> Visible | None:
+        """The rows ``flt`` passed when read at the same ``mark`` (the store's
+        ``index_epoch`` and ``memory_log`` position), while the clock (``now``, the
+        filter's time as stored text; None: a filter that ignores expiry) has not
+        gone back before that read nor reached the earliest expiry among them."""
+        with self.lock:
+            for kept_flt, found in reversed(self._visible):
+                if found.mark == mark and found.covers(now) and kept_flt == flt:
+                    return found
+        return None
+
+    def keep_visible(self, flt: Any, found: Visible) -> None:
+        """Keep what :meth:`visible` answers for ``flt`` (the newest :data:`MAX_FILTERS`
+        filters; another mark replaces all)."""
+        with self.lock:
+            kept = [(f, v) for f, v in self._visible if v.mark == found.mark and f != flt]
+            self._visible = [*kept[-(MAX_FILTERS - 1) :], (flt, found)]
+
+    # --- keyword documents, current to the memory log -------------------------------------
+    def catch_up_rows(
+        self,
+        mark: tuple[str | None, int],
+        changed: Callable[[int, int], list[int] | None],
+    ) -> None:
+        """Bring :attr:`documents_kept` up to ``mark``: drop the rows the memory log
+        names since (``changed(after, upto)``: their keys, None when the log no longer
+        holds them all), or every row on a new epoch or a log that went back. Under
+        :attr:`lock`, with ``mark`` read under it (marks only grow while nothing is
+        restored)."""
+        last = self.logged_at
+        if last is not None and last[0] == mark[0] and mark[1] >= last[1]:
+            if mark[1] > last[1]:
+                keys = changed(last[1], mark[1])
+                if keys is None:
+                    self.documents_kept = {}
+                else:
+                    for key in keys:
+                        self.documents_kept.pop(key, None)
+        else:
+            self.documents_kept = {}
+        self.logged_at = mark
+
+    def documents(self, keys: Sequence[int], basis: Hashable) -> tuple[list[Any], list[int]]:
+        """The kept analyses of ``keys`` (None where none is kept) and the keys
+        without one. Under :attr:`lock`, after :meth:`catch_up_rows`."""
+        if basis != self.documents_basis:
+            self.documents_kept, self.documents_basis = {}, basis
+        kept = self.documents_kept
+        out = [kept.get(key) for key in keys]
+        return out, [key for key, value in zip(keys, out, strict=True) if value is None]
+
+    def keep_documents(
+        self,
+        mark: tuple[str | None, int],
+        basis: Hashable,
+        analysed: Sequence[tuple[int, Any]],
+        limit: int,
+    ) -> None:
+        """Keep ``analysed`` (rowid, analysis), made of text read after ``mark`` was
+        current, unless the state moved past ``mark`` since (a change logged after it
+        may be one of these rows, already caught up); at most ``limit`` rows."""
+        with self.lock:
+            if self.logged_at != mark or basis != self.documents_basis:
+                return
+            if len(self.documents_kept) + len(analysed) > limit:
+                self.documents_kept = {}
+            self.documents_kept.update(analysed)
+
     def held(self) -> int:
         """Rows held (vectors and documents), for the cache's budget."""
-        return self.size + sum(len(rows) for rows in self.kept.values())
+        return (
+            self.size + sum(len(rows) for rows in self.kept.values())
+            + len(self.documents_kept)
+        )  # fmt: skip
+
+
+class Visible:
+    """The rows a filter passed: their keys and ids in the order its statement read
+    them, read at ``mark``, valid from the time ``since`` until ``until`` (the
+    earliest expiry among them; None: none expires, or the filter ignores expiry)."""
+
+    __slots__ = ("ids", "keys", "mark", "since", "until")
+
+    def __init__(
+        self,
+        mark: tuple[str | None, int],
+        keys: list[int],
+        ids: list[str],
+        since: str | None,
+        until: str | None,
+    ) -> None:
+        self.mark, self.keys, self.ids, self.since, self.until = mark, keys, ids, since, until
+
+    def covers(self, now: str | None) -> bool:
+        """Whether the rows are those the filter passes at ``now`` (stored text)."""
+        if now is None or self.since is None:
+            return now is None and self.since is None
+        return self.since <= now and (self.until is None or now < self.until)
 
 
 class IsolatedCache:
@@ -199,23 +316,6 @@ class IsolatedCache:
         self.budget = budget
         self._states: OrderedDict[tuple[str, ...], VisibleState] = OrderedDict()
         self._lock = threading.Lock()
-        #: Per thread (so per connection): the last filter whose passing rows the
-        #: vector stage counted, with the connection's change mark taken before it
-        #: read them (``(filter, mark, count)``), for the keyword stage of the same
-        #: search (:meth:`remember_count`).
-        self.local = threading.local()
-
-    def remember_count(self, flt: Any, mark: tuple[int, int], count: int) -> None:
-        self.local.count = (flt, mark, count)
-
-    def counted(self, flt: Any, mark: tuple[int, int]) -> int | None:
-        """The count remembered for a filter equal to ``flt`` when nothing was
-        committed since (the same change ``mark``: no other connection's commit
-        moved ``PRAGMA data_version``, and this connection changed no row)."""
-        found = getattr(self.local, "count", None)
-        if found is None or found[1] != mark or found[0] != flt:
-            return None
-        return int(found[2])
 
     def state(self, namespaces: Sequence[str]) -> VisibleState:
         key = tuple(sorted(set(namespaces)))

@@ -19,18 +19,21 @@ on what it may see. Above that, the index is used and the residual is documented
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..clock import to_text
 from ..text import fts_phrase, keyword_text, query_words
 from .base import MemoryFilter
-from .isolated_cache import VisibleState, cache_of
+from .isolated_cache import Visible, VisibleState, cache_of
 from .keywords import SearchBudgets
 from .sqlite_rows import where
 
@@ -54,9 +57,15 @@ class SQLiteIsolated(SearchBudgets):
         """BM25 over the visible rows only: document frequencies, document count and
         average length all come from rows passing ``flt``. At most ``common_window``
         matching rows (the newest) are ranked."""
-        # The vector stage of the same search may have counted the visible rows
-        # (asked first: stemming new words writes to a temporary table).
-        counted = self._counted(flt)
+        # The vector stage of the same search may have read the visible rows (asked
+        # first: stemming new words writes to a temporary table).
+        state = self._visible_state(flt)
+        mark = None
+        if state is not None:
+            with state.lock:  # marks read under the lock only grow
+                mark = self._memory_mark()
+                state.catch_up_rows(mark, self._logged_rows)
+        counted = None if state is None or mark is None else self._counted(state, flt, mark)
         pairs = self._stems(
             query_words(query, language=self.keyword_language, rules=self.keyword_rules)
         )
@@ -71,6 +80,12 @@ class SQLiteIsolated(SearchBudgets):
             scanned = self._scan_visible(pairs, flt)
         if scanned is not None:
             rows, total = scanned
+        elif state is not None and visible is not None:
+            matched = self._matched_by_log(state, pairs, flt)
+            if not matched:
+                return []
+            return _bm25(pairs, [(key, memory_id) for key, memory_id, _ in matched],
+                         [doc for _, _, doc in matched], visible, k)  # fmt: skip
         else:
             match = " OR ".join(fts_phrase(w) for w in dict.fromkeys(w for w, _ in pairs))
             rows = self.conn.execute(
@@ -87,31 +102,123 @@ class SQLiteIsolated(SearchBudgets):
         if not rows:
             return []
         docs = self._documents(rows, flt)
-        terms = {t for _, t in pairs}
-        freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
-        avg_len = sum(length for _, length in docs) / len(docs) or 1.0
-        idf = {t: math.log(1.0 + (total - freqs[t] + 0.5) / (freqs[t] + 0.5)) for t in terms}
-        scored = []
-        for (rowid, memory_id, *_), (tf, length) in zip(rows, docs, strict=True):
-            norm = K1 * (1 - B + B * length / avg_len)
-            score = sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in terms if t in tf)
-            scored.append((score, rowid, memory_id))
-        scored.sort(key=lambda item: (-item[0], -item[1]))
-        return [(memory_id, score) for score, _, memory_id in scored[:k]]
+        return _bm25(pairs, [(row[0], row[1]) for row in rows], docs, total, k)
 
-    def _change_mark(self) -> tuple[int, int]:
-        """What moves with any commit this connection can see: ``PRAGMA data_version``
-        (other connections' commits, other processes' too) and this connection's own
-        changed rows."""
-        conn = self.conn
-        return int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+    def _matched_by_log(
+        self, state: VisibleState, pairs: Sequence[tuple[str, str]], flt: MemoryFilter
+    ) -> list[tuple[int, str, tuple[dict[str, float], int]]]:
+        """The newest ``common_window`` visible rows matching a query word through the
+        shared index, newest first, each ``(rowid, id, document)``: one statement
+        reads their keys and ids (not their text); each row's document
+        (:meth:`_doc_terms`) is the state's while the memory log names no change of
+        the row since it was made (:meth:`VisibleState.catch_up_rows`, done by the
+        caller), else made from its text, read with the filter."""
+        cond, params = where(flt)
+        match = " OR ".join(fts_phrase(w) for w in dict.fromkeys(w for w, _ in pairs))
+        keys_json, ids_json = self.conn.execute(
+            "SELECT json_group_array(k), json_group_array(i) FROM ("
+            "SELECT m.rowid AS k, m.id AS i FROM memories_fts f "
+            "JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY f.rowid DESC LIMIT ?)",
+            (match, *params, self.common_window),
+        ).fetchone()  # one step: a row at a time would hand the interpreter's lock over
+        self.keyword_index_searches += 1
+        keys: list[int] = json.loads(keys_json)
+        if not keys:
+            return []
+        ids: list[str] = json.loads(ids_json)
+        basis = (self.keyword_language, self.keyword_rules, self.title_weight)
+        with state.lock:
+            docs, missing = state.documents(keys, basis)
+            mark = state.logged_at
+        if missing and mark is not None:
+            texts = {
+                row[0]: tuple(row[1:])
+                for start in range(0, len(missing), 500)
+                for row in self.conn.execute(
+                    "SELECT m.rowid, COALESCE(m.title, ''), m.content, m.tags FROM memories m "
+                    f"WHERE m.rowid IN ({', '.join('?' * len(missing[start : start + 500]))}) "
+                    f"AND {cond}",
+                    (*missing[start : start + 500], *params),
+                ).fetchall()
+            }
+            found = [key for key in missing if key in texts]
+            made = dict(zip(found, self._doc_terms([texts[key] for key in found]), strict=True))
+            state.keep_documents(mark, basis, list(made.items()), self.isolated_cache_rows)
+            docs = [doc if doc is not None else made.get(key)
+                    for key, doc in zip(keys, docs, strict=True)]  # fmt: skip
+        # (a row changed or moved out between the two reads is left out, as if the
+        # search had read it a moment later)
+        return [
+            (key, memory_id, doc)
+            for key, memory_id, doc in zip(keys, ids, docs, strict=True)
+            if doc is not None
+        ]
 
-    def _counted(self, flt: MemoryFilter) -> int | None:
-        """The rows passing ``flt`` as the vector stage of this search counted them,
-        when nothing was committed since it read them (outside a transaction only)."""
-        if not flt.namespaces or self.conn.in_transaction:
+    def _memory_mark(self) -> tuple[str | None, int]:
+        """The store's ``index_epoch`` and the memory log's position: what moves with
+        every write of a memory, by any connection or process (and with a restore)."""
+        epoch, seq = self.conn.execute(_MEMORY_POSITION).fetchone()
+        return (None if epoch is None else str(epoch)), int(seq or 0)
+
+    def _logged_rows(self, after: int, upto: int) -> list[int] | None:
+        """Keys of the memories logged as changed in ``(after, upto]``; None when the
+        log no longer holds every entry of that range (it keeps its newest)."""
+        keys_json, count, first = self.conn.execute(
+            "SELECT json_group_array(key), count(*), min(seq) FROM memory_log "
+            "WHERE seq > ? AND seq <= ?",
+            (after, upto),
+        ).fetchone()
+        if count != upto - after or (count and first != after + 1):
             return None
-        return cache_of(self, self.isolated_cache_rows).counted(flt, self._change_mark())
+        keys: list[int] = json.loads(keys_json)
+        return keys
+
+    def _visible(self, state: VisibleState, flt: MemoryFilter, cap: int) -> Visible | None:
+        """The keys and ids of the rows passing ``flt``, in the order its statement
+        reads them (through the namespace index); None when more than ``cap`` do.
+
+        Kept by the state of the caller's namespaces while no memory was written
+        since, by anyone (the memory log's position and the store's epoch, read
+        first), and the clock has not reached the earliest expiry among the rows;
+        else read by one statement (one step: the keys and ids as JSON arrays)."""
+        mark = self._memory_mark()
+        return self._visible_at(state, flt, cap, mark)
+
+    def _visible_at(
+        self, state: VisibleState, flt: MemoryFilter, cap: int, mark: tuple[str | None, int]
+    ) -> Visible | None:
+        now = None if flt.include_expired or flt.now is None else to_text(flt.now)
+        # Every other field is a column of the memory's own row or of others in
+        # ``memories``, which the log covers; ``written_by`` reads ``versions``.
+        key = replace(flt, now=None) if flt.written_by is None else None
+        if key is not None and (found := state.visible(key, mark, now)) is not None:
+            return found
+        cond, params = where(flt)
+        keys_json, ids_json, until, count = self.conn.execute(
+            "SELECT json_group_array(k), json_group_array(i), min(e), count(*) FROM ("
+            f"SELECT m.rowid AS k, m.id AS i, m.expires_at AS e FROM memories m WHERE {cond} "
+            "LIMIT ?)",
+            (*params, cap + 1),
+        ).fetchone()
+        if count > cap:
+            return None
+        found = Visible(mark, json.loads(keys_json), json.loads(ids_json), now,
+                        None if now is None or until is None else str(until))  # fmt: skip
+        if key is not None:
+            state.keep_visible(key, found)
+        return found
+
+    def _counted(
+        self, state: VisibleState, flt: MemoryFilter, mark: tuple[str | None, int]
+    ) -> int | None:
+        """How many rows pass ``flt`` as a search read them at ``mark`` (the vector
+        stage of this one, usually); None when none did."""
+        now = None if flt.include_expired or flt.now is None else to_text(flt.now)
+        if flt.written_by is not None:
+            return None
+        found = state.visible(replace(flt, now=None), mark, now)
+        return None if found is None else len(found.keys)
 
     def _visible_count(self, flt: MemoryFilter) -> int | None:
         """How many rows pass ``flt``, counted through the namespace index (work in
@@ -261,23 +368,21 @@ class SQLiteIsolated(SearchBudgets):
         state = self._visible_state(flt)
         if state is None:
             return self._vector_isolated_read(vector, k, flt)
-        mark = self._change_mark()
-        rows = self._at_most("SELECT m.rowid, m.id FROM memories m", flt, self.exact_vector_rows)
-        if rows is None:
+        visible = self._visible(state, flt, self.exact_vector_rows)
+        if visible is None:
             return None
-        cache_of(self, self.isolated_cache_rows).remember_count(flt, mark, len(rows))
-        if not rows or k <= 0:
+        if not visible.keys or k <= 0:
             return []
-        keys = [r[0] for r in rows]
+        ids = visible.ids
         with state.lock:
             epoch, seq = self.conn.execute(_LOG_POSITION).fetchone()
             state.catch_up(epoch, int(seq or 0), self._logged_keys)
             # The rows in the order the statement gave them, as the uncached path
             # reads them: a product's last bit depends on a row's place in the matrix.
-            matrix, row_norms, held = state.vectors(keys, self._vectors_of)
+            matrix, row_norms, held = state.vectors(visible.keys, self._vectors_of)
         if held is not None:  # without a vector (deleted since its key was read)
-            rows = [row for row, ok in zip(rows, held.tolist(), strict=True) if ok]
-            if not rows:
+            ids = [i for i, ok in zip(ids, held.tolist(), strict=True) if ok]
+            if not ids:
                 return []
         query = np.asarray(vector, dtype=np.float32)
         if matrix.shape[1] != query.shape[0]:
@@ -285,7 +390,7 @@ class SQLiteIsolated(SearchBudgets):
         norms = row_norms * (float(np.linalg.norm(query)) or 1.0)
         norms[norms == 0] = 1.0
         sims = (matrix @ query) / norms
-        return _top(sims, [r[1] for r in rows], k)
+        return _top(sims, ids, k)
 
     def _logged_keys(self, after: int, upto: int) -> list[int]:
         """Keys of the vectors logged as changed in ``(after, upto]``."""
@@ -333,11 +438,39 @@ class SQLiteIsolated(SearchBudgets):
         return _top(sims, ids, k)
 
 
+#: Where the memory log stands: the store's index epoch and its last sequence number.
+_MEMORY_POSITION = (
+    "SELECT (SELECT value FROM meta WHERE key = 'index_epoch'), "
+    "(SELECT seq FROM sqlite_sequence WHERE name = 'memory_log')"
+)
 #: Where the vector log stands: the store's index epoch and its last sequence number.
 _LOG_POSITION = (
     "SELECT (SELECT value FROM meta WHERE key = 'index_epoch'), "
     "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_log')"
 )
+
+
+def _bm25(
+    pairs: Sequence[tuple[str, str]],
+    rows: Sequence[tuple[int, str]],
+    docs: Sequence[tuple[dict[str, float], int]],
+    total: int,
+    k: int,
+) -> list[tuple[str, float]]:
+    """BM25 of ``rows`` (rowid, id; each with its document) for the query's terms,
+    with document frequencies and average length from ``docs`` and ``total`` rows
+    seen; the ``k`` best, ties to the newest."""
+    terms = {t for _, t in pairs}
+    freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
+    avg_len = sum(length for _, length in docs) / len(docs) or 1.0
+    idf = {t: math.log(1.0 + (total - freqs[t] + 0.5) / (freqs[t] + 0.5)) for t in terms}
+    scored = []
+    for (rowid, memory_id), (tf, length) in zip(rows, docs, strict=True):
+        norm = K1 * (1 - B + B * length / avg_len)
+        score = sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in terms if t in tf)
+        scored.append((score, rowid, memory_id))
+    scored.sort(key=lambda item: (-item[0], -item[1]))
+    return [(memory_id, score) for score, _, memory_id in scored[:k]]
 
 
 def _top(sims: np.ndarray, ids: Sequence[str], k: int) -> list[tuple[str, float]]:
