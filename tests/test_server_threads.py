@@ -42,3 +42,20 @@ def test_a_count_the_user_set_is_kept(monkeypatch: pytest.MonkeyPatch, restore_b
     assert limit_blas_threads() is False
     assert "OPENBLAS_NUM_THREADS" not in os.environ
     assert set(_blas_threads()) == {2}
+
+
+def test_a_worker_hands_the_interpreter_lock_over_every_millisecond():
+    import sys
+
+    from memchentic.server.threads import DEFAULT_SWITCH_INTERVAL, SWITCH_INTERVAL, quicker_handoffs
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(DEFAULT_SWITCH_INTERVAL)
+        assert quicker_handoffs() is True
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+        sys.setswitchinterval(0.01)  # the application chose one: kept
+        assert quicker_handoffs() is False
+        assert sys.getswitchinterval() == pytest.approx(0.01)
+    finally:
+        sys.setswitchinterval(before)
