@@ -12,9 +12,12 @@ those of the rows read afresh, to the bit.
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -26,6 +29,7 @@ import pytest
 from memchentic import Memory
 from memchentic.clock import utcnow
 from memchentic.store.base import MemoryFilter
+from memchentic.store.sqlite_isolated import K1, B, _bm25
 
 TOPICS = ("green tea", "the staging database", "the login page", "rate limits", "dark mode",
           "the billing service", "the release notes", "unit tests")  # fmt: skip
@@ -248,3 +252,39 @@ def test_the_logged_keys_are_read_in_one_step(mem: Memory):
     keys = store._logged_rows(mark[1], store._memory_mark()[1])
     assert keys and all(isinstance(k, int) for k in keys)
     assert json.loads(json.dumps(keys)) == keys
+
+
+def _bm25_by_rows(pairs: Any, rows: Any, docs: Any, total: int, k: int) -> Any:
+    """BM25 a row at a time (what the isolated keyword stage computed before)."""
+    terms = {t for _, t in pairs}
+    freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
+    avg_len = sum(length for _, length in docs) / len(docs) or 1.0
+    idf = {t: math.log(1.0 + (total - freqs[t] + 0.5) / (freqs[t] + 0.5)) for t in terms}
+    scored = []
+    for (rowid, memory_id), (tf, length) in zip(rows, docs, strict=True):
+        norm = K1 * (1 - B + B * length / avg_len)
+        score = sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in terms if t in tf)
+        scored.append((score, rowid, memory_id))
+    scored.sort(key=lambda item: (-item[0], -item[1]))
+    return [(memory_id, score) for score, _, memory_id in scored[:k]]
+
+
+def test_bm25_by_terms_is_bm25_by_rows_to_the_bit():
+    rng = random.Random(5)
+    vocabulary = [f"w{i}" for i in range(12)]
+    for trial in range(200):
+        n = rng.randrange(1, 60)
+        docs = []
+        for _ in range(n):
+            doc = {t: rng.choice((1.0, 2.0, 3.0, 2.5, 0.0)) for t in rng.sample(vocabulary, 4)}
+            docs.append((doc, rng.randrange(1, 40)))
+        if trial % 7 == 0:
+            docs[0] = ({}, 3)  # matched, yet none of the query's terms (score 0)
+            docs[-1] = (dict(docs[-2][0]), docs[-2][1]) if n > 1 else docs[-1]  # a tie
+        rows = [(1000 - i, f"id{i}") for i in range(n)]
+        pairs = [(t, t) for t in rng.sample(vocabulary, rng.randrange(1, 5))]
+        total = n + rng.randrange(0, 500)
+        k = rng.randrange(1, 70)
+        got = _bm25(pairs, rows, docs, total, k)
+        want = _bm25_by_rows(pairs, rows, docs, total, k)
+        assert got == want and [type(s) for _, s in got] == [type(s) for _, s in want]

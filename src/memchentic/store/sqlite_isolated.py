@@ -23,7 +23,7 @@ import json
 import math
 import re
 import sqlite3
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -459,18 +459,32 @@ def _bm25(
 ) -> list[tuple[str, float]]:
     """BM25 of ``rows`` (rowid, id; each with its document) for the query's terms,
     with document frequencies and average length from ``docs`` and ``total`` rows
-    seen; the ``k`` best, ties to the newest."""
+    seen; the ``k`` best, ties to the newest.
+
+    Computed a term at a time over every row (numpy), each row's score the same
+    float as the sum of its terms in the order of the set of terms: the same
+    operations on the same doubles, in the same order, as a row at a time."""
     terms = {t for _, t in pairs}
-    freqs = Counter(t for doc, _ in docs for t in terms if t in doc)
     avg_len = sum(length for _, length in docs) / len(docs) or 1.0
-    idf = {t: math.log(1.0 + (total - freqs[t] + 0.5) / (freqs[t] + 0.5)) for t in terms}
-    scored = []
-    for (rowid, memory_id), (tf, length) in zip(rows, docs, strict=True):
-        norm = K1 * (1 - B + B * length / avg_len)
-        score = sum(idf[t] * tf[t] * (K1 + 1) / (tf[t] + norm) for t in terms if t in tf)
-        scored.append((score, rowid, memory_id))
-    scored.sort(key=lambda item: (-item[0], -item[1]))
-    return [(memory_id, score) for score, _, memory_id in scored[:k]]
+    lengths = np.fromiter((length for _, length in docs), dtype=np.float64, count=len(docs))
+    norm = K1 * (1 - B + B * lengths / avg_len)
+    scores = np.zeros(len(docs), dtype=np.float64)
+    first = np.ones(len(docs), dtype=bool)  # no term added yet (sum() starts at 0)
+    for t in terms:  # the set's order, as the row-wise sum iterates it
+        found = [doc.get(t) for doc, _ in docs]
+        present = np.fromiter((f is not None for f in found), dtype=bool, count=len(docs))
+        freq = int(present.sum())
+        idf = math.log(1.0 + (total - freq + 0.5) / (freq + 0.5))
+        if not freq:
+            continue
+        tf = np.fromiter((0.0 if f is None else f for f in found), np.float64, len(docs))
+        part = idf * tf * (K1 + 1) / (tf + norm)
+        scores = np.where(present, np.where(first, part, scores + part), scores)
+        first &= ~present
+    keys = np.fromiter((rowid for rowid, _ in rows), dtype=np.int64, count=len(rows))
+    order = np.lexsort((-keys, -scores))[:k]  # best first, ties to the newest
+    values, unscored = scores.tolist(), first.tolist()
+    return [(rows[i][1], 0 if unscored[i] else values[i]) for i in order.tolist()]
 
 
 def _top(sims: np.ndarray, ids: Sequence[str], k: int) -> list[tuple[str, float]]:
