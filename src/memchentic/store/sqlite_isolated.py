@@ -364,19 +364,23 @@ class SQLiteIsolated(SearchBudgets):
         namespace index, in the order the uncached statement reads them, without its
         join: a row without a vector, which a consistent store does not hold, is left
         out by the state); their vectors come from the state of the caller's
-        namespaces, brought up to the vector log first (:meth:`VisibleState.catch_up`)."""
+        namespaces, brought up to the vector log first (:meth:`VisibleState.catch_up`).
+        One statement reads where both logs stand (under the state's lock: the
+        positions it reads only grow)."""
         state = self._visible_state(flt)
         if state is None:
             return self._vector_isolated_read(vector, k, flt)
-        visible = self._visible(state, flt, self.exact_vector_rows)
+        with state.lock:
+            epoch, seq, logged = self.conn.execute(_LOG_POSITIONS).fetchone()
+            epoch = None if epoch is None else str(epoch)
+            state.catch_up(epoch, int(seq or 0), self._logged_keys)
+        visible = self._visible_at(state, flt, self.exact_vector_rows, (epoch, int(logged or 0)))
         if visible is None:
             return None
         if not visible.keys or k <= 0:
             return []
         ids = visible.ids
         with state.lock:
-            epoch, seq = self.conn.execute(_LOG_POSITION).fetchone()
-            state.catch_up(epoch, int(seq or 0), self._logged_keys)
             # The rows in the order the statement gave them, as the uncached path
             # reads them: a product's last bit depends on a row's place in the matrix.
             matrix, row_norms, held = state.vectors(visible.keys, self._vectors_of)
@@ -443,10 +447,12 @@ _MEMORY_POSITION = (
     "SELECT (SELECT value FROM meta WHERE key = 'index_epoch'), "
     "(SELECT seq FROM sqlite_sequence WHERE name = 'memory_log')"
 )
-#: Where the vector log stands: the store's index epoch and its last sequence number.
-_LOG_POSITION = (
+#: Where the vector and memory logs stand: the store's index epoch and the last
+#: sequence number of each.
+_LOG_POSITIONS = (
     "SELECT (SELECT value FROM meta WHERE key = 'index_epoch'), "
-    "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_log')"
+    "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'), "
+    "(SELECT seq FROM sqlite_sequence WHERE name = 'memory_log')"
 )
 
 
