@@ -9,20 +9,32 @@ from", "cancelled", "switched off", "no longer", ...; issue 31, item 4).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Protocol
 
 from .relations import NEGATION_CUES, left_is_a_stop
 
 #: The cues as one pattern, any spacing between their words ("left" is read in
 #: context: :func:`~memchentic.write.relations.left_is_a_stop`).
-_PATTERNS = (r"\s+".join(map(re.escape, c.split())) for c in NEGATION_CUES if c != "left")
-_CUES = re.compile(r"(?<![\w'])(?:" + "|".join(_PATTERNS) + r")(?![\w'])|n't\b", re.IGNORECASE)
+#: The alternatives are grouped by their first letter, in their order inside each group
+#: ("no longer" before "no"): only one group can match at a place, so the pattern
+#: matches what the flat list of alternatives would, in a third of the time.
+_PATTERNS: dict[str, list[str]] = {}
+for _pattern in (r"\s+".join(map(re.escape, c.split())) for c in NEGATION_CUES if c != "left"):
+    _PATTERNS.setdefault(_pattern[0], []).append(_pattern[1:])
+_CUES = re.compile(
+    r"(?<![\w'])(?:"
+    + "|".join(f"{first}(?:{'|'.join(rests)})" for first, rests in _PATTERNS.items())
+    + r")(?![\w'])|n't\b",
+    re.IGNORECASE,
+)
 #: Words of ASCII text that can begin a cue: text holding none of them, and no "n't",
 #: has no cue, so the pattern (about 30 us for a 200-character text) need not run.
 _CUE_STARTS = frozenset(cue.split()[0] for cue in NEGATION_CUES)
 _WORDS = re.compile(r"[\w']+")
 
 
+@lru_cache(maxsize=4096)  # a write's text is read again by the rules (its normal form)
 def negation_cues(text: str) -> int:
     """How many negation cues ``text`` holds (``\u2019`` read as an apostrophe)."""
     normalised = text.replace("\u2019", "'")
