@@ -258,12 +258,10 @@ def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
     """ "Key: value" statements of one key ("Upload limit: 25 MB." / "... 50 MB."):
     an update when the values differ; another key is another attribute."""
     pa, pb = _key_value_parts(sa.text), _key_value_parts(sb.text)
-    if pa is None or pb is None:
+    if pa is None or pb is None:  # not "key: value", or its value is a sentence
         return None
     (key_a, value_a), (key_b, value_b) = pa, pb
     if len(key_a) > 5 or any(t.text.lower() in _LIST_KEYS for t in key_a):
-        return None
-    if max(len(value_a), len(value_b)) > _KEY_VALUE_WORDS:
         return None
     if any(any(ch.isdigit() for ch in t.text) for t in key_a):  # "Step 3: ...": a list
         return None
@@ -278,9 +276,33 @@ def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
 
 @lru_cache(maxsize=4096)
 def _key_value_parts(text: str) -> tuple[tuple[Token, ...], tuple[Token, ...]] | None:
-    """The tokens of the key and of the value of a "key: value" text, or None."""
+    """The tokens of the key and of the value of a "key: value" text, or None (also
+    when the value has more than ``_KEY_VALUE_WORDS`` tokens: a sentence after a label,
+    as a conversation turn "Ana: ..." is)."""
     found = _KEY_VALUE.match(text)
-    return None if found is None else (tokens(found.group(1)), tokens(found.group(2)))
+    if found is None or _more_words_than(found.group(2), _KEY_VALUE_WORDS):
+        return None
+    value = tokens(found.group(2))
+    if len(value) > _KEY_VALUE_WORDS:
+        return None
+    return tokens(found.group(1)), value
+
+
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def _more_words_than(text: str, n: int) -> bool:
+    """Whether :func:`tokens` certainly finds more than ``n`` tokens in ``text``,
+    without reading them: more than ``n`` parts between spaces hold a word character
+    (each part holds a token of its own: no token spans a space, and contractions
+    and possessives only split tokens)."""
+    parts = 0
+    for part in normalise(text).split():
+        if _WORD_CHARACTER.search(part):
+            parts += 1
+            if parts > n:
+                return True
+    return False
 
 
 def _has_verb(toks: Sequence[Token]) -> bool:
