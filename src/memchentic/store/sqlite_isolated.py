@@ -476,14 +476,15 @@ def _bm25(
     norm = K1 * (1 - B + B * lengths / avg_len)
     scores = np.zeros(len(docs), dtype=np.float64)
     first = np.ones(len(docs), dtype=bool)  # no term added yet (sum() starts at 0)
+    counts = [doc for doc, _ in docs]
     for t in terms:  # the set's order, as the row-wise sum iterates it
-        found = [doc.get(t) for doc, _ in docs]
-        present = np.fromiter((f is not None for f in found), dtype=bool, count=len(docs))
+        found = np.array([doc.get(t, math.nan) for doc in counts], dtype=np.float64)
+        present = ~np.isnan(found)  # (a count is never NaN: a sum of title weights and 1)
         freq = int(present.sum())
         idf = math.log(1.0 + (total - freq + 0.5) / (freq + 0.5))
         if not freq:
             continue
-        tf = np.fromiter((0.0 if f is None else f for f in found), np.float64, len(docs))
+        tf = np.where(present, found, 0.0)
         part = idf * tf * (K1 + 1) / (tf + norm)
         scores = np.where(present, np.where(first, part, scores + part), scores)
         first &= ~present
