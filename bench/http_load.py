@@ -3,8 +3,11 @@
 Each client is a thread with its own keep-alive connection, running a 90/10 mix
 of searches (``POST /v1/search``, limit 10) and adds (``POST /v1/memories``,
 new distinct texts) for a fixed time. Reported: requests per second, p50 / p95
-/ p99 latency (overall and per operation) and errors (any answer other than
-200, or a transport failure).
+/ p99 latency (overall and per operation), errors (any answer other than
+200, or a transport failure), and the CPU time per request of the server's
+processes (the server and its workers, through ``psutil``) and of this one (the
+clients; in-process, the library's work too): what bounds the requests a second
+whatever else the machine runs (``cpu ms/req`` in the grid).
 
 By default it builds a fresh store (SQLite in a temporary folder, or
 ``--store`` as a path or ``postgresql://`` URL) with ``--seed`` memories for one
@@ -198,11 +201,36 @@ def library_opener(view: Any) -> Opener:
     return open_client
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of process ``pid`` and its live children (a
+    server and its workers); NaN when it cannot be read."""
+    try:
+        import psutil
+
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except Exception:  # noqa: BLE001 - no psutil, or the process is gone
+        return float("nan")
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
 def run_load(
-    url: str | Opener, key: str | None, clients: int, duration: float, seed: int
+    url: str | Opener,
+    key: str | None,
+    clients: int,
+    duration: float,
+    seed: int,
+    server_pid: int | None = None,
 ) -> dict[str, Any]:
     """Run the mix against a server (``url`` and ``key``) or through ``url`` as an
-    :data:`Opener`; returns the figures."""
+    :data:`Opener`; returns the figures, with the CPU time per request of this
+    process (the clients, and the library's work in-process) and of the server
+    (``server_pid`` and its workers)."""
     opener = http_opener(url, str(key)) if isinstance(url, str) else url
     latencies: dict[str, list[float]] = {"search": [], "add": []}
     errors: dict[str, int] = {}
@@ -243,10 +271,15 @@ def run_load(
         t.start()
     stop_at[0] = time.monotonic() + duration + 0.05
     began = time.monotonic()
+    cpu_began = time.process_time(), (tree_cpu(server_pid) if server_pid else float("nan"))
     start_gate.wait()
     for t in threads:
         t.join()
     elapsed = time.monotonic() - began
+    cpu = (
+        time.process_time() - cpu_began[0],
+        (tree_cpu(server_pid) - cpu_began[1] if server_pid else float("nan")),
+    )
     every = latencies["search"] + latencies["add"]
 
     def summary(values: list[float]) -> dict[str, float]:
@@ -268,6 +301,12 @@ def run_load(
         "all": summary(every),
         "search": summary(latencies["search"]),
         "add": summary(latencies["add"]),
+        # CPU ms per request: this process (clients; in-process, the library's work
+        # too) and the server's processes (NaN in-process)
+        "cpu_ms_per_request": {
+            "here": round(cpu[0] * 1000 / max(len(every), 1), 2),
+            "server": round(cpu[1] * 1000 / max(len(every), 1), 2),
+        },
     }
 
 
@@ -326,7 +365,7 @@ def run_matrix(args: argparse.Namespace) -> list[dict[str, Any]]:
                 try:
                     for clients in args.clients_list:
                         got = run_load(server.url, server.key, clients, args.duration,
-                                       args.random_seed)  # fmt: skip
+                                       args.random_seed, server.proc.pid)  # fmt: skip
                         record(got, "server", workers, clients)
                 finally:
                     server.stop()
@@ -339,16 +378,19 @@ def run_matrix(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _row_line(r: dict[str, Any]) -> str:
     who = "library" if r["mode"] == "library" else f"server {r['workers']}w"
+    cpu = r.get("cpu_ms_per_request", {})
+    used = cpu.get("here") if r["mode"] == "library" else cpu.get("server")
     return (f"{r['backend']:<11}{who:<11}{r['clients']:>7}{r['requests_per_second']:>9}"
             f"{r['search']['p50_ms']:>10}{r['search']['p95_ms']:>10}"
-            f"{r['add']['p50_ms']:>10}{r['add']['p95_ms']:>10}{r['errors']:>7}")  # fmt: skip
+            f"{r['add']['p50_ms']:>10}{r['add']['p95_ms']:>10}{r['errors']:>7}"
+            f"{used if used is not None else float('nan'):>9}")  # fmt: skip
 
 
 def print_matrix(rows: list[dict[str, Any]]) -> None:
     """The grid, then each server row's search p95 over the library's at its concurrency."""
     print(f"{'backend':<11}{'mode':<11}{'clients':>7}{'req/s':>9}{'search':>10}{'p95':>10}"
-          f"{'add p50':>10}{'p95':>10}{'errors':>7}")  # fmt: skip
-    print(f"{'':<29}{'':>9}{'p50 ms':>10}{'ms':>10}{'ms':>10}{'ms':>10}")
+          f"{'add p50':>10}{'p95':>10}{'errors':>7}{'cpu ms':>9}")  # fmt: skip
+    print(f"{'':<29}{'':>9}{'p50 ms':>10}{'ms':>10}{'ms':>10}{'ms':>10}{'':>7}{'/req':>9}")
     for r in rows:
         print(_row_line(r))
     lib = {(r["backend"], r["clients"]): r for r in rows if r["mode"] == "library"}
@@ -421,7 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = None if args.url else Server(args)
         url, key = (args.url, args.key) if server is None else (server.url, server.key)
         try:
-            report = run_load(url, key, args.clients, args.duration, args.random_seed)
+            report = run_load(url, key, args.clients, args.duration, args.random_seed,
+                              server.proc.pid if server is not None else None)  # fmt: skip
         finally:
             if server is not None:
                 server.stop()
@@ -437,6 +480,9 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{r['seeded']} memories seeded, {r['seconds']} s, {r['cpus']} CPUs")  # fmt: skip
     print(f"{r['requests']} requests, {r['requests_per_second']} req/s, "
           f"{r['errors']} errors {r['error_kinds'] or ''}")  # fmt: skip
+    cpu = r["cpu_ms_per_request"]
+    here = "the clients and the library" if args.library else "the clients"
+    print(f"CPU per request: {cpu['here']} ms here ({here}), {cpu['server']} ms the server")
     print(f"{'':8}{'count':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
     for op in ("all", "search", "add"):
         s = r[op]
