@@ -51,7 +51,7 @@ import numpy as np
 #: Sets of namespaces kept at most (each an identity's, or a scope of one).
 MAX_STATES = 256
 #: Filters whose passing rows a state keeps at once (:meth:`VisibleState.visible`).
-MAX_FILTERS = 8
+MAX_FILTERS = 4
 #: Analyses rows' texts: ``[(title, content, tags)] -> [an analysis of each]``.
 Analyse = Callable[[Sequence[tuple[str, str, str]]], list[Any]]
 #: Reads vectors: ``rowids -> [(rowid, float32 bytes)]`` (rows without one left out).
@@ -277,10 +277,11 @@ class VisibleState:
             self.documents_kept.update(analysed)
 
     def held(self) -> int:
-        """Rows held (vectors and documents), for the cache's budget."""
+        """Rows held (vectors, documents, the keys of the filters' rows), for the
+        cache's budget."""
         return (
             self.size + sum(len(rows) for rows in self.kept.values())
-            + len(self.documents_kept)
+            + len(self.documents_kept) + sum(len(found.keys) for _, found in self._visible)
         )  # fmt: skip
 
 
