@@ -260,17 +260,24 @@ def _bulk_candidates(
     # Stored memories: one batched lookup of the checked writes; only the close ones are read.
     rows = [int(n) for n in np.flatnonzero(checked)]
     fetch = 2 * k  # room for neighbours its filter leaves out (expired, superseded)
-    stored = ctx0.store.similar_many(unit[np.asarray(rows, dtype=np.intp)], fetch, floor)
     close: dict[int, list[tuple[str, float]]] = {}  # row -> stored (id, cosine) to compare
-    for n, near in zip(rows, stored, strict=True):
-        ctx, record, _ = items[n]
-        kept = sorted((old for old in near if _compared(ctx, record, old)),
-                      key=lambda old: -old.cosine)  # fmt: skip
-        if len(near) >= fetch and len(kept) < k:
-            # The one-by-one path compares the k nearest that pass its filter;
-            # fewer of these do, so ones further away may count: look there.
-            continue
-        close[n] = [(old.id, old.cosine) for old in kept[:k] if old.cosine >= limits[n]]
+    for _ in range(_LOOKUPS):
+        stored = ctx0.store.similar_many(unit[np.asarray(rows, dtype=np.intp)], fetch, floor)
+        short: list[int] = []
+        for n, near in zip(rows, stored, strict=True):
+            ctx, record, _ = items[n]
+            kept = sorted((old for old in near if _compared(ctx, record, old)),
+                          key=lambda old: -old.cosine)  # fmt: skip
+            if len(near) >= fetch and len(kept) < k:
+                # The one-by-one path compares the k nearest that pass its filter;
+                # fewer of these do, so ones further away may count: look further
+                # (in a conversation older turns expire: MEMORY_DEFAULT_TTL_DAYS).
+                short.append(n)
+                continue
+            close[n] = [(old.id, old.cosine) for old in kept[:k] if old.cosine >= limits[n]]
+        if not short:
+            break
+        rows, fetch = short, fetch * _LOOK_FURTHER  # the last ones left take the one-by-one path
     texts = ctx0.store.get_many(sorted({i for pairs in close.values() for i, _ in pairs}))
     out = list(free)
     found: dict[int, _Close] = {}
@@ -283,6 +290,12 @@ def _bulk_candidates(
         if not out[n]:
             found[n] = _Close([(texts[i], cos) for i, cos in pairs], in_batch, len(in_batch) >= k)
     return out, found
+
+
+#: Batched lookups of stored neighbours at most, each ``_LOOK_FURTHER`` times as deep as
+#: the one before, for the writes whose nearest were mostly left out by the filter.
+_LOOKUPS = 3
+_LOOK_FURTHER = 4
 
 
 def _added_beside(

@@ -333,8 +333,8 @@ def marker_added(new: str, old: str, markers: Sequence[str]) -> str | None:
 @lru_cache(maxsize=8192)  # a stored text is read again for each new one it is compared with
 def _markers_in(text: str, markers: tuple[str, ...]) -> frozenset[str]:
     """The ``markers`` that ``text`` holds as words (any case)."""
-    lower = f" {text.lower()} "
-    return frozenset(m for m in markers if _marker_pattern(m).search(lower))
+    lower = f" {text.lower()} "  # a marker not in it as a substring is not in it as a word
+    return frozenset(m for m in markers if m in lower and _marker_pattern(m).search(lower))
 
 
 @lru_cache(maxsize=512)
