@@ -360,10 +360,11 @@ class SQLiteIsolated(SearchBudgets):
         """Exact neighbours among the visible rows, or None when there are too many
         of them to scan (the caller then uses the shared index with its filter).
 
-        The keys of the rows passing ``flt`` are read on every search (through the
-        namespace index, in the order the uncached statement reads them, without its
-        join: a row without a vector, which a consistent store does not hold, is left
-        out by the state); their vectors come from the state of the caller's
+        The keys of the rows passing ``flt`` are :meth:`_visible_at`'s (kept while no
+        memory was written; read through the namespace index, in the order the
+        uncached statement reads them, without its join: a row without a vector,
+        which a consistent store does not hold, is left out by the state); their
+        vectors come from the state of the caller's
         namespaces, brought up to the vector log first (:meth:`VisibleState.catch_up`).
         One statement reads where both logs stand (under the state's lock: the
         positions it reads only grow)."""
