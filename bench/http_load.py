@@ -34,9 +34,10 @@ Usage::
     python bench/http_load.py --url http://127.0.0.1:8077 --key mck_...
 
 Note that the clients share the machine with the server: on a small machine the
-figures measure both. The in-process rows run numpy's BLAS on one thread and
-the interpreter's switch interval at 1 ms, as ``memchentic serve`` runs each
-worker (``server/threads.py``), so that the two differ only by the server.
+figures measure both. The in-process rows run numpy's BLAS on one thread and,
+over SQLite, the interpreter's switch interval at 1 ms, as ``memchentic serve``
+runs each worker (``server/threads.py``), so that the two differ only by the
+server.
 """
 
 from __future__ import annotations
@@ -177,13 +178,13 @@ def http_opener(url: str, key: str) -> Opener:
 
 def library_opener(view: Any) -> Opener:
     """Clients of the library: threads calling the same ``Memory`` view in-process
-    (BLAS on one thread and the interpreter's 1 ms switch interval, as the server's
-    workers run it)."""
+    (BLAS on one thread and, over SQLite, the interpreter's 1 ms switch interval, as
+    the server's workers run it)."""
     from memchentic.server import threads
 
     threads.limit_blas_threads()
-    if hasattr(threads, "quicker_handoffs"):  # (code before it, run for a comparison)
-        threads.quicker_handoffs()
+    if hasattr(threads, "handoffs_for"):  # (code before it, run for a comparison)
+        threads.handoffs_for(view.store)
 
     @contextlib.contextmanager
     def open_client(n: int) -> Iterator[Call]:

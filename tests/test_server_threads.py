@@ -59,3 +59,24 @@ def test_a_worker_hands_the_interpreter_lock_over_every_millisecond():
         assert sys.getswitchinterval() == pytest.approx(0.01)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_only_a_sqlite_store_gets_the_shorter_interval(tmp_path):
+    import sys
+
+    from memchentic.server.threads import DEFAULT_SWITCH_INTERVAL, SWITCH_INTERVAL, handoffs_for
+    from memchentic.store.sqlite import SQLiteStore
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(DEFAULT_SWITCH_INTERVAL)
+        assert handoffs_for(object()) is False  # a server database (or any other store)
+        assert sys.getswitchinterval() == pytest.approx(DEFAULT_SWITCH_INTERVAL)
+        store = SQLiteStore(tmp_path / "m.db")
+        try:
+            assert handoffs_for(store) is True
+        finally:
+            store.close()
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+    finally:
+        sys.setswitchinterval(before)

@@ -46,7 +46,7 @@ from .auth import KeyRing, view_for
 from .headers import SecurityHeaders, docs_csp
 from .mcp_server import build_server
 from .metrics import install as install_metrics
-from .threads import limit_blas_threads, quicker_handoffs
+from .threads import handoffs_for, limit_blas_threads
 
 DESCRIPTION = """\
 Long-term memory for AI agents over HTTP: the same engine and the same rules as
@@ -289,11 +289,12 @@ SERVE_CONSOLE_ENV = "MEMCHENTIC_SERVE_CONSOLE"
 def app_from_env() -> FastAPI:
     """``create_app()`` configured from the environment (``MEMCHENTIC_STORE_URL``,
     ``MEMCHENTIC_EMBEDDER``...): what each worker of ``memchentic serve`` runs, on
-    one BLAS thread unless the environment names a count, and with a 1 ms switch
-    interval of the interpreter's lock (:mod:`.threads`)."""
+    one BLAS thread unless the environment names a count, and over SQLite with a
+    1 ms switch interval of the interpreter's lock (:mod:`.threads`)."""
     limit_blas_threads()
-    quicker_handoffs()
-    return create_app(
+    app = create_app(
         mcp=os.environ.get(SERVE_MCP_ENV, "1") != "0",
         console=os.environ.get(SERVE_CONSOLE_ENV, "1") != "0",
     )
+    handoffs_for(app.state.memory.store)
+    return app

@@ -22,10 +22,14 @@ The interpreter's lock passes from a thread that computes to one that waits
 every ``sys.getswitchinterval()`` (5 ms by default), and a thread that gave it
 up around a short C call (a SQLite statement, a numpy product) waits that long
 to have it back while another computes: each search makes a dozen such calls.
-``memchentic serve`` sets the interval to :data:`SWITCH_INTERVAL` (1 ms) in each
-worker (:func:`quicker_handoffs`), unless the application changed it: 8 clients
-of one worker, the same store and minutes, answered 108-115 requests/s at
-5 ms, 136-153 at 1 ms and 121-123 at 0.2 ms (``bench/http_load.py``, SQLite).
+``memchentic serve`` over a SQLite store sets the interval to
+:data:`SWITCH_INTERVAL` (1 ms) in each worker (:func:`handoffs_for`), unless the
+application changed it: 8 clients of one worker, the same store and minutes,
+answered 108-115 requests/s at 5 ms, 136-153 at 1 ms and 121-123 at 0.2 ms
+(``bench/http_load.py``, SQLite). Over PostgreSQL, whose statements run in the
+database's processes while the threads wait on sockets, the default stays: at
+1 ms the same grid answered 64-86 requests/s against 85-125 at 5 ms (8 clients,
+library and 1 or 2 workers, alternating), each request costing 1-3 ms more CPU.
 """
 
 from __future__ import annotations
@@ -67,3 +71,11 @@ def quicker_handoffs(interval: float = SWITCH_INTERVAL) -> bool:
         return False
     sys.setswitchinterval(interval)
     return True
+
+
+def handoffs_for(store: object) -> bool:
+    """:func:`quicker_handoffs` for a SQLite store (its reads are short C calls of
+    this process); a server database keeps the default. Whether it was set."""
+    from ..store.sqlite import SQLiteStore
+
+    return isinstance(store, SQLiteStore) and quicker_handoffs()
