@@ -288,3 +288,23 @@ def test_bm25_by_terms_is_bm25_by_rows_to_the_bit():
         got = _bm25(pairs, rows, docs, total, k)
         want = _bm25_by_rows(pairs, rows, docs, total, k)
         assert got == want and [type(s) for _, s in got] == [type(s) for _, s in want]
+
+
+def test_a_small_scope_is_matched_from_kept_words_without_reading_its_text(
+    mem: Memory, tmp_path: Path
+):
+    flt = _filter(mem, "bob")  # 90 rows: matched here, not through the index
+    _stages(mem, flt, "green tea")
+    statements: list[str] = []
+    conn = mem.store.conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(statements.append)
+    warm = _stages(mem, flt, "green tea")
+    conn.set_trace_callback(None)
+    assert not [s for s in statements if "m.content" in s or "memories_fts" in s]
+    assert warm == _fresh(mem, flt, "green tea")
+    target = _stages(mem, flt, "rate limits")[1][0][0]
+    with Memory(store=str(tmp_path / "memory.db"), embedder="hash") as other:
+        other.for_identity("bob").revise(target, content="bob keeps a lantern in the shed")
+    assert _stages(mem, flt, "lantern shed")[1][0][0] == target
+    for query in ("lantern shed", *QUERIES):
+        assert _stages(mem, flt, query) == _fresh(mem, flt, query)

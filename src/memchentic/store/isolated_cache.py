@@ -80,12 +80,13 @@ class VisibleState:
         self.basis: Hashable = None
         #: The rows each recent filter passed (:meth:`visible`), newest last.
         self._visible: list[tuple[Any, Visible]] = []
-        #: The ``(index_epoch, memory_log position)`` :attr:`documents_kept` are
-        #: current to (None: not read yet); what the keyword stage made of each row,
-        #: by rowid, valid while the log names no change of the row.
+        #: The ``(index_epoch, memory_log position)`` :attr:`logged` is current to
+        #: (None: not read yet); what the keyword stage made of each row, by kind
+        #: (its document, its words) and rowid, valid while the log names no
+        #: change of the row.
         self.logged_at: tuple[str | None, int] | None = None
-        self.documents_kept: dict[int, Any] = {}
-        self.documents_basis: Hashable = None
+        self.logged: dict[str, dict[int, Any]] = {}
+        self.logged_basis: Hashable = None
 
     # --- vectors ------------------------------------------------------------------------
     def catch_up(
@@ -232,7 +233,7 @@ class VisibleState:
         mark: tuple[str | None, int],
         changed: Callable[[int, int], list[int] | None],
     ) -> None:
-        """Bring :attr:`documents_kept` up to ``mark``: drop the rows the memory log
+        """Bring :attr:`logged` up to ``mark``: drop the rows the memory log
         names since (``changed(after, upto)``: their keys, None when the log no longer
         holds them all), or every row on a new epoch or a log that went back. Under
         :attr:`lock`, with ``mark`` read under it (marks only grow while nothing is
@@ -242,20 +243,28 @@ class VisibleState:
             if mark[1] > last[1]:
                 keys = changed(last[1], mark[1])
                 if keys is None:
-                    self.documents_kept = {}
+                    self.logged = {}
                 else:
-                    for key in keys:
-                        self.documents_kept.pop(key, None)
+                    for kept in self.logged.values():
+                        for key in keys:
+                            kept.pop(key, None)
         else:
-            self.documents_kept = {}
+            self.logged = {}
         self.logged_at = mark
 
-    def documents(self, keys: Sequence[int], basis: Hashable) -> tuple[list[Any], list[int]]:
-        """The kept analyses of ``keys`` (None where none is kept) and the keys
-        without one. Under :attr:`lock`, after :meth:`catch_up_rows`."""
-        if basis != self.documents_basis:
-            self.documents_kept, self.documents_basis = {}, basis
-        kept = self.documents_kept
+    @property
+    def documents_kept(self) -> dict[int, Any]:
+        """The keyword documents kept by log (:meth:`documents`), by rowid."""
+        return self.logged.get("documents", {})
+
+    def documents(
+        self, keys: Sequence[int], basis: Hashable, kind: str = "documents"
+    ) -> tuple[list[Any], list[int]]:
+        """The kept analyses of this ``kind`` of ``keys`` (None where none is kept)
+        and the keys without one. Under :attr:`lock`, after :meth:`catch_up_rows`."""
+        if basis != self.logged_basis:
+            self.logged, self.logged_basis = {}, basis
+        kept = self.logged.get(kind, {})
         out = [kept.get(key) for key in keys]
         return out, [key for key, value in zip(keys, out, strict=True) if value is None]
 
@@ -265,23 +274,27 @@ class VisibleState:
         basis: Hashable,
         analysed: Sequence[tuple[int, Any]],
         limit: int,
+        kind: str = "documents",
     ) -> None:
-        """Keep ``analysed`` (rowid, analysis), made of text read after ``mark`` was
-        current, unless the state moved past ``mark`` since (a change logged after it
-        may be one of these rows, already caught up); at most ``limit`` rows."""
+        """Keep ``analysed`` (rowid, analysis of this ``kind``), made of text read
+        after ``mark`` was current, unless the state moved past ``mark`` since (a
+        change logged after it may be one of these rows, already caught up); at
+        most ``limit`` rows of a kind."""
         with self.lock:
-            if self.logged_at != mark or basis != self.documents_basis:
+            if self.logged_at != mark or basis != self.logged_basis:
                 return
-            if len(self.documents_kept) + len(analysed) > limit:
-                self.documents_kept = {}
-            self.documents_kept.update(analysed)
+            kept = self.logged.setdefault(kind, {})
+            if len(kept) + len(analysed) > limit:
+                kept.clear()
+            kept.update(analysed)
 
     def held(self) -> int:
         """Rows held (vectors, documents, the keys of the filters' rows), for the
         cache's budget."""
         return (
             self.size + sum(len(rows) for rows in self.kept.values())
-            + len(self.documents_kept) + sum(len(found.keys) for _, found in self._visible)
+            + sum(len(rows) for rows in self.logged.values())
+            + sum(len(found.keys) for _, found in self._visible)
         )  # fmt: skip
 
 

@@ -77,6 +77,10 @@ class SQLiteIsolated(SearchBudgets):
         visible = counted if counted is not None else self._visible_count(flt)
         scanned = None
         if visible is not None and visible <= self.isolated_scan_rows:
+            if state is not None and mark is not None:
+                by_log = self._scan_by_log(state, pairs, flt, mark, k)
+                if by_log is not None:
+                    return by_log
             scanned = self._scan_visible(pairs, flt)
         if scanned is not None:
             rows, total = scanned
@@ -127,26 +131,7 @@ class SQLiteIsolated(SearchBudgets):
         if not keys:
             return []
         ids: list[str] = json.loads(ids_json)
-        basis = (self.keyword_language, self.keyword_rules, self.title_weight)
-        with state.lock:
-            docs, missing = state.documents(keys, basis)
-            mark = state.logged_at
-        if missing and mark is not None:
-            texts = {
-                row[0]: tuple(row[1:])
-                for start in range(0, len(missing), 500)
-                for row in self.conn.execute(
-                    "SELECT m.rowid, COALESCE(m.title, ''), m.content, m.tags FROM memories m "
-                    f"WHERE m.rowid IN ({', '.join('?' * len(missing[start : start + 500]))}) "
-                    f"AND {cond}",
-                    (*missing[start : start + 500], *params),
-                ).fetchall()
-            }
-            found = [key for key in missing if key in texts]
-            made = dict(zip(found, self._doc_terms([texts[key] for key in found]), strict=True))
-            state.keep_documents(mark, basis, list(made.items()), self.isolated_cache_rows)
-            docs = [doc if doc is not None else made.get(key)
-                    for key, doc in zip(keys, docs, strict=True)]  # fmt: skip
+        docs = self._by_log(state, "documents", keys, flt, self._doc_terms)
         # (a row changed or moved out between the two reads is left out, as if the
         # search had read it a moment later)
         return [
@@ -154,6 +139,79 @@ class SQLiteIsolated(SearchBudgets):
             for key, memory_id, doc in zip(keys, ids, docs, strict=True)
             if doc is not None
         ]
+
+    def _by_log(
+        self,
+        state: VisibleState,
+        kind: str,
+        keys: Sequence[int],
+        flt: MemoryFilter,
+        analyse: Callable[[Sequence[tuple[str, str, str]]], list[Any]],
+    ) -> list[Any]:
+        """Each of ``keys``' analysis of this ``kind`` (``analyse`` of its title,
+        content and tags): the state's while the memory log names no change of the
+        row since it was made (:meth:`VisibleState.catch_up_rows`, done by the
+        caller), else made from the text, read with the filter (None for a row no
+        longer there)."""
+        basis = (self.keyword_language, self.keyword_rules, self.title_weight)
+        with state.lock:
+            out, missing = state.documents(keys, basis, kind)
+            mark = state.logged_at
+        if not missing or mark is None:
+            return out
+        cond, params = where(flt)
+        texts = {
+            row[0]: tuple(row[1:])
+            for start in range(0, len(missing), 500)
+            for row in self.conn.execute(
+                "SELECT m.rowid, COALESCE(m.title, ''), m.content, m.tags FROM memories m "
+                f"WHERE m.rowid IN ({', '.join('?' * len(missing[start : start + 500]))}) "
+                f"AND {cond}",
+                (*missing[start : start + 500], *params),
+            ).fetchall()
+        }
+        found = [key for key in missing if key in texts]
+        made = dict(zip(found, analyse([texts[key] for key in found]), strict=True))
+        state.keep_documents(mark, basis, list(made.items()), self.isolated_cache_rows, kind)
+        return [value if value is not None else made.get(key)
+                for key, value in zip(keys, out, strict=True)]  # fmt: skip
+
+    def _scan_by_log(
+        self,
+        state: VisibleState,
+        pairs: Sequence[tuple[str, str]],
+        flt: MemoryFilter,
+        mark: tuple[str | None, int],
+        k: int,
+    ) -> list[tuple[str, float]] | None:
+        """:meth:`_scan_visible` and its BM25 from what the state keeps: the rows the
+        filter passes as read at ``mark`` (:meth:`_visible_at`), each row's words and
+        document kept by log (:meth:`_by_log`); None when the state holds no rows
+        of the filter at ``mark``."""
+        now = None if flt.include_expired or flt.now is None else to_text(flt.now)
+        if flt.written_by is not None:
+            return None
+        visible = state.visible(replace(flt, now=None), mark, now)
+        if visible is None:
+            return None
+        self.keyword_rows_scanned += len(visible.keys)
+        words = self._by_log(state, "words", visible.keys, flt, self._words_of)
+        present = [
+            (key, memory_id, w)
+            for key, memory_id, w in zip(visible.keys, visible.ids, words, strict=True)
+            if w is not None
+        ]
+        matching = self._matching(pairs, [w for _, _, w in present])
+        rows = sorted(((present[i][0], present[i][1]) for i in matching), key=lambda r: -r[0])
+        rows = rows[: self.common_window]
+        if not rows:
+            return []
+        docs = self._by_log(state, "documents", [key for key, _ in rows], flt, self._doc_terms)
+        kept = [(row, doc) for row, doc in zip(rows, docs, strict=True) if doc is not None]
+        if not kept:
+            return []
+        return _bm25(pairs, [row for row, _ in kept], [doc for _, doc in kept],
+                     len(visible.keys), k)  # fmt: skip
 
     def _memory_mark(self) -> tuple[str | None, int]:
         """The store's ``index_epoch`` and the memory log's position: what moves with
@@ -254,11 +312,18 @@ class SQLiteIsolated(SearchBudgets):
         if found is None:
             return None
         self.keyword_rows_scanned += len(found)
+        matching = [found[i] for i in self._matching(pairs, self._row_words(found, flt))]
+        matching.sort(key=lambda row: -row[0])
+        return matching[: self.common_window], len(found)
+
+    def _matching(self, pairs: Sequence[tuple[str, str]], words: Sequence[set[str]]) -> list[int]:
+        """Which rows (by their surface ``words``) hold every term of some query word,
+        each row's words stemmed as the index stems them (``_stems``, cached), a set
+        intersection deciding which rows can match before any counting."""
         wanted: dict[str, set[str]] = {}  # query word -> its terms
         for word, term in pairs:
             wanted.setdefault(word, set()).add(term)
         # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
-        words = self._row_words(found, flt)
         vocabulary = sorted(set().union(*words)) if words else []
         stems: dict[str, set[str]] = {}
         for start in range(0, len(vocabulary), 5000):
@@ -267,15 +332,14 @@ class SQLiteIsolated(SearchBudgets):
         query_terms = set().union(*wanted.values())
         surface = {word for word, terms in stems.items() if terms & query_terms}
         matching = []
-        for row, row_words in zip(found, words, strict=True):
+        for i, row_words in enumerate(words):
             present = row_words & surface
             if not present:
                 continue
             held = set().union(*(stems[w] for w in present))
             if any(terms <= held for terms in wanted.values()):
-                matching.append(row)
-        matching.sort(key=lambda row: -row[0])
-        return matching[: self.common_window], len(found)
+                matching.append(i)
+        return matching
 
     def _row_words(self, rows: Sequence[Any], flt: MemoryFilter) -> list[set[str]]:
         """The surface words of each of ``rows`` (``rowid, id, title, content, tags``)
