@@ -147,8 +147,17 @@ class AccessPolicy:
         """Where an identity's writes go when they name no scope: its private namespace."""
         if principal.trusted:
             return None
-        scope = self.scope(principal)
-        return scope.identity.namespace if scope.identity else None
+        # The identity alone (as :meth:`scope` finds it): not its memberships and
+        # grants, which a search would otherwise read twice.
+        store = self.store
+        identity = (
+            store.find_identity(principal.identity_id)
+            if store is not None and principal.identity_id
+            else None
+        )
+        if identity is None or identity.id != principal.identity_id:
+            return None
+        return identity.namespace
 
     def actor(self, principal: Principal) -> str:
         """The name versions and events record for this principal."""
