@@ -84,14 +84,20 @@ class AccessPolicy:
         return canonical
 
     # --- scope of an identity ---------------------------------------------------------------
-    def scope(self, principal: Principal) -> Scope:
+    def _identity(self, principal: Principal) -> Identity | None:
+        """The principal's identity, when the store holds one of exactly its id."""
         store = self.store
         identity = (
             store.find_identity(principal.identity_id)
             if store is not None and principal.identity_id
             else None
         )
-        if identity is None or identity.id != principal.identity_id:
+        return identity if identity is not None and identity.id == principal.identity_id else None
+
+    def scope(self, principal: Principal) -> Scope:
+        store = self.store
+        identity = self._identity(principal)
+        if identity is None:
             return Scope(None, frozenset(), frozenset(), frozenset())
         assert store is not None
         readable = {identity.namespace}
@@ -147,17 +153,10 @@ class AccessPolicy:
         """Where an identity's writes go when they name no scope: its private namespace."""
         if principal.trusted:
             return None
-        # The identity alone (as :meth:`scope` finds it): not its memberships and
-        # grants, which a search would otherwise read twice.
-        store = self.store
-        identity = (
-            store.find_identity(principal.identity_id)
-            if store is not None and principal.identity_id
-            else None
-        )
-        if identity is None or identity.id != principal.identity_id:
-            return None
-        return identity.namespace
+        # The identity alone, not its memberships and grants (a search would read
+        # them twice: here and in its filter's scope).
+        identity = self._identity(principal)
+        return identity.namespace if identity is not None else None
 
     def actor(self, principal: Principal) -> str:
         """The name versions and events record for this principal."""
