@@ -82,6 +82,12 @@ def _outcome(results: list[WriteResult], created: dict[str, str]) -> list[tuple]
     return [(r.status, r.reason, tuple(created.get(i, i) for i in r.ids)) for r in results]
 
 
+def _created(mem: Memory) -> dict[str, str]:
+    """Every memory stored, expired and superseded ones too: id -> content."""
+    rows = mem.list(limit=500, include_expired=True, include_superseded=True)
+    return {r.id: r.content for r in rows}
+
+
 def _state(mem: Memory) -> list[tuple]:
     rows = mem.list(limit=500, include_expired=True, include_superseded=True)
     return sorted(
@@ -110,11 +116,7 @@ def test_add_many_decides_like_one_by_one(
     sequential = [one.add(**item) for item in batch]
     together = bulk.add_many(batch)
 
-    def created(mem: Memory) -> dict[str, str]:
-        rows = mem.list(limit=500, include_expired=True, include_superseded=True)
-        return {r.id: r.content for r in rows}
-
-    assert _outcome(sequential, created(one)) == _outcome(together, created(bulk))
+    assert _outcome(sequential, _created(one)) == _outcome(together, _created(bulk))
     assert _state(one) == _state(bulk)
     statuses = {r.status for r in together}
     # the scenario really exercises the paths it claims to

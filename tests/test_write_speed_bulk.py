@@ -17,7 +17,7 @@ from memchentic import Memory
 from memchentic.write import resolve
 
 from .conftest import TableEmbedder
-from .test_bulk_write import _outcome, _state
+from .test_bulk_write import _created, _outcome, _state
 
 DIM = 16
 _WORDS = ("tea", "chess", "rowing", "jazz", "pottery", "sailing", "tango", "cider", "kites",
@@ -81,11 +81,7 @@ def test_add_many_with_expired_neighbours_decides_like_one_by_one(
     monkeypatch.setattr(resolve, "resolve", counted)
     together = bulk.add_many(batch)
 
-    def created(mem: Memory) -> dict[str, str]:
-        rows = mem.list(limit=500, include_expired=True, include_superseded=True)
-        return {r.id: r.content for r in rows}
-
-    assert _outcome(sequential, created(one)) == _outcome(together, created(bulk))
+    assert _outcome(sequential, _created(one)) == _outcome(together, _created(bulk))
     assert _state(one) == _state(bulk)
     # the expired neighbours were looked past in bulk: most writes never went one by one
     added = sum(r.status == "added" for r in together)
