@@ -41,6 +41,13 @@ class Decision:
     #: The rule that decided (``update:port``, ``additive:also``, ...; docs/writes.md):
     #: for an added record, what it is to its nearest neighbour (None: none was close).
     rule: str | None = None
+    #: An added record's nearest neighbour that it may be a newer value of (the same
+    #: attribute of the same subject), and how sure the rules are of that (0..1;
+    #: :attr:`~memchentic.write.statements.Judgement.thread`).
+    related: MemoryRecord | None = None
+    thread: float = 0.0
+    #: The rule that found the thread (the judgement's rule for ``related``).
+    thread_rule: str | None = None
 
 
 ADD = Decision(Relation.DISTINCT)
@@ -67,13 +74,20 @@ class RuleResolver:
         thresholds: Thresholds,
     ) -> Decision:
         nearest: str | None = None
+        related: tuple[MemoryRecord, float, str] | None = None
         for old, cosine in neighbours:
             found = judge(record.content, old.content, cosine, thresholds)
             if found.relation is not Relation.DISTINCT:
                 return Decision(found.relation, old, cosine, rule=found.rule)
             if nearest is None and cosine >= thresholds.floor:
                 nearest = found.rule
-        return Decision(Relation.DISTINCT, rule=nearest)
+            if found.thread > 0 and (related is None or found.thread > related[1]):
+                related = (old, found.thread, found.rule)
+        if related is None:
+            return Decision(Relation.DISTINCT, rule=nearest)
+        old, sure, rule = related
+        return Decision(Relation.DISTINCT, rule=nearest, related=old, thread=sure,
+                        thread_rule=rule)  # fmt: skip
 
 
 SYSTEM_PROMPT = """You keep a memory store consistent. You get a NEW statement and the

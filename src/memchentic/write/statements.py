@@ -151,6 +151,12 @@ class Judgement:
 
     relation: Relation
     rule: str
+    #: For a distinct statement: how sure the rules are (0..1) that both state the same
+    #: attribute of the same subject, so that the newer one is the current value though
+    #: the evidence was not strong enough to supersede (0: another fact). Updates and
+    #: contradictions are 1. The write keeps the link (a ``contradicts`` edge) and the
+    #: read path resolves the thread: newest first, the older one marked earlier.
+    thread: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
