@@ -282,3 +282,50 @@ def test_the_parser_refuses_what_prometheus_would() -> None:
                 "h_count 1\nh_sum 1\n"):  # fmt: skip
         with pytest.raises(AssertionError):
             parse(bad)
+
+
+#: The methods a label or span may name (OpenTelemetry's known methods, and ``_OTHER``).
+METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE",
+           "_OTHER"}  # fmt: skip
+
+
+def test_garbage_methods_from_anyone_do_not_grow_the_label_set(live: Live) -> None:
+    """Requests are counted before their key is checked, so anyone can send any method
+    token: each unknown one is counted as ``_OTHER``, and 100 distinct 512-byte methods
+    add one label set, not 100."""
+    before = scrape(live)
+    anyone = live.http()
+    for i in range(100):
+        assert anyone.request(f"M{i:03d}" + "Q" * 512, "/v1/memories").status_code == 405
+    text = live.http("admin").get("/metrics").text
+    after = parse(text)[1]
+    labelled = [dict(labels) for name, labels in after if name.startswith("memchentic_http_")]
+    assert {labels["method"] for labels in labelled} <= METHODS
+    assert {labels["status"] for labels in labelled if "status" in labels} <= {
+        str(code) for code in range(100, 600)
+    }
+    assert "QQQQ" not in text and "M099" not in text
+    assert len(after) - len(before) <= 1 + 17  # one counter and one histogram, at most
+    requests = "memchentic_http_requests_total"
+    assert change(before, after, requests, method="_OTHER", route="/v1/memories",
+                  status="405") == 100  # fmt: skip
+
+
+def test_methods_and_statuses_are_counted_from_a_closed_set(tmp_path: Path) -> None:
+    """Methods are case sensitive (``get`` is not ``GET``); a status HTTP does not
+    register reads ``other``."""
+    from memchentic.server.metrics import ServerMetrics
+
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    try:
+        metrics = ServerMetrics(mem)
+        for method, status in (("get", 200), ("GET", 799), ("x" * 5000, 404), ("PATCH", 404)):
+            metrics.on_request(method, "/v1/memories", status, 0.01)
+        _, samples = parse(metrics.render())
+    finally:
+        mem.close()
+    requests = "memchentic_http_requests_total"
+    counted = {tuple(dict(labels)[k] for k in ("method", "status")): n
+               for (name, labels), n in samples.items() if name == requests}  # fmt: skip
+    assert counted == {("_OTHER", "200"): 1, ("GET", "other"): 1, ("_OTHER", "404"): 1,
+                       ("PATCH", "404"): 1}  # fmt: skip

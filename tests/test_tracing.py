@@ -259,3 +259,26 @@ def test_spans_follow_a_provider_set_after_import(spans: InMemorySpanExporter) -
         assert span.is_recording()
     recorded = _one(spans.get_finished_spans(), "memchentic.test")
     assert recorded.attributes is not None and recorded.attributes["memchentic.count"] == 2
+
+
+def test_an_unknown_method_is_other_in_the_http_span(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """The method a client sends, unchecked and before any key, never names a span
+    nor fills an attribute: an unknown one reads ``_OTHER`` (OpenTelemetry's
+    semantic conventions), and the span is ``HTTP <route>``."""
+    pytest.importorskip("fastapi")
+    from .live_server import live_server
+
+    garbage = "XGARBAGE" + "Q" * 2000
+    with live_server(tmp_path) as live:
+        assert live.http().request(garbage, "/v1/memories").status_code == 405
+        assert live.http("alice").get("/v1/memories").status_code == 200
+    found = spans.get_finished_spans()
+    assert "XGARBAGE" not in _all_attributes(found)
+    other = _one(found, "HTTP /v1/memories")
+    assert other.attributes is not None
+    assert other.attributes["http.request.method"] == "_OTHER"
+    assert other.attributes["http.response.status_code"] == 405
+    known = _one(found, "GET /v1/memories")
+    assert known.attributes is not None and known.attributes["http.request.method"] == "GET"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from http import HTTPStatus
 from time import monotonic, perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,14 @@ EMBED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 STORE_CACHE_SECONDS = 5.0
 #: The route label of a request no route answered (404s, refusals before routing).
 UNMATCHED = "unmatched"
+#: The methods a label or span names as sent (OpenTelemetry's known HTTP methods); any
+#: other token (``get``, ``M`` * 12,000: a client sends what it likes, before its key
+#: is checked) reads :data:`OTHER_METHOD`, so the label set stays closed.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT",
+                     "TRACE"})  # fmt: skip
+OTHER_METHOD = "_OTHER"
+#: The status codes a label names (HTTP's registered ones); any other reads ``other``.
+STATUSES = frozenset(str(code.value) for code in HTTPStatus)
 #: Write statuses counted; another (a future one) counts as ``other``.
 WRITE_STATUSES = frozenset({
     "added", "superseded", "updated", "merged", "reinforced", "refused", "revised",
@@ -313,7 +322,10 @@ class ServerMetrics:
         self.embedded.inc(amount=texts)
 
     def on_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.inc((method, route, str(status)))
+        """Count a request: ``method`` is taken as sent (mapped here to a closed set),
+        ``route`` a route template or :data:`UNMATCHED`."""
+        method, code = known_method(method), str(status)
+        self.requests.inc((method, route, code if code in STATUSES else "other"))
         self.request_seconds.observe(seconds, (method, route))
 
     def _read_store(self) -> None:
@@ -362,11 +374,18 @@ class MeasuredEmbedder(Embedder):
         return getattr(self.inner, name)
 
 
+def known_method(method: str) -> str:
+    """``method`` if it is one of :data:`METHODS` (case sensitive, as HTTP is), else
+    :data:`OTHER_METHOD`."""
+    return method if method in METHODS else OTHER_METHOD
+
+
 class HttpMetrics:
     """ASGI middleware: counts and times each HTTP request by its route template, in
     an HTTP span (``GET /v1/memories/{memory_id}``) when tracing is on. The span's
-    attributes are the method, route template and status: never the path or query
-    (a path can name an identity, a query a user)."""
+    attributes are the method (one of :data:`METHODS` or ``_OTHER``, whose span is
+    ``HTTP <route>``), route template and status: never the path or query (a path can
+    name an identity, a query a user) nor a method as sent."""
 
     def __init__(self, app: ASGIApp, metrics: ServerMetrics, routes: Sequence[Any]) -> None:
         self.app = app
@@ -378,7 +397,8 @@ class HttpMetrics:
             await self.app(scope, receive, send)
             return
         asked = dict(scope)  # the router adds its match to ``scope``
-        method = scope["method"]
+        method = known_method(scope["method"])
+        verb = "HTTP" if method == OTHER_METHOD else method  # the span name's
         status = 500
 
         async def sending(message: Message) -> None:
@@ -388,14 +408,14 @@ class HttpMetrics:
             await send(message)
 
         started = perf_counter()
-        with tracing.span(f"HTTP {method}", {"http.request.method": method}) as span:
+        with tracing.span(verb, {"http.request.method": method}) as span:
             try:
                 await self.app(scope, receive, sending)
             finally:
                 route = self._template(scope, asked)
                 self.metrics.on_request(method, route, status, perf_counter() - started)
                 if span.is_recording():
-                    span.update_name(f"{method} {route}")
+                    span.update_name(f"{verb} {route}")
                     span.set_attribute("http.route", route)
                     span.set_attribute("http.response.status_code", status)
 
