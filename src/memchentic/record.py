@@ -267,6 +267,11 @@ class SearchHit:
     score: float
     text: str
     trace: dict[str, float] | None = None
+    #: Its place in a thread of statements of one attribute, when another member is
+    #: shown too: ``role`` (``current`` or ``earlier``), ``others`` (the ids it
+    #: outranks, or the current one), ``rule`` and ``sure`` (what linked them), and
+    #: ``pulled`` (brought in as the newer value of a hit). docs/writes.md.
+    thread: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -277,6 +282,8 @@ class SearchHit:
         out["memory"] = self.memory.to_dict()
         if self.trace is not None:
             out["trace"] = dict(self.trace)
+        if self.thread is not None:
+            out["thread"] = dict(self.thread)
         return out
 
 

@@ -73,7 +73,8 @@ def turn(data: dict[str, Any]) -> Turn:
 def context(data: dict[str, Any]) -> Context:
     def item(d: dict[str, Any]) -> ContextItem:
         return ContextItem(d["id"], d["text"], d["score"], d["section"], d.get("source", "memory"),
-                           d.get("type"), bool(d.get("excerpt", False)))  # fmt: skip
+                           d.get("type"), bool(d.get("excerpt", False)), d.get("when"),
+                           d.get("earlier"))  # fmt: skip
 
     sections = [Section(s["name"], s["title"], s["stable"], [item(i) for i in s["items"]])
                 for s in data.get("sections") or []]  # fmt: skip

@@ -3,10 +3,12 @@
 
 ``str(ctx)`` is the prompt block: a markdown heading per non-empty section, one
 line per item, sections separated by a blank line, in the order of
-:data:`~memchentic.context.sections.SECTIONS`. Scores, ids and times are never
-rendered (but an excerpt names its memory's id, see :class:`ContextItem`), so the
-stable part (``ctx.stable_prefix``) is byte-identical between calls while its
-memories do not change.
+:data:`~memchentic.context.sections.SECTIONS`. Scores and ids are never rendered
+(but an excerpt names its memory's id, see :class:`ContextItem`). Items of the
+dynamic sections start with their date (``[2026-03-02]``: when it happened, else
+when it was said or written), and an earlier statement of a thread says so
+(``(earlier, until 2026-04-10)``); the stable part (``ctx.stable_prefix``) carries
+no dates, so it is byte-identical between calls while its memories do not change.
 """
 
 from __future__ import annotations
@@ -41,9 +43,17 @@ class ContextItem:
     source: str = "memory"
     type: str | None = None
     excerpt: bool = False
+    #: The item's date (``YYYY-MM-DD``), rendered first; None in the stable part.
+    when: str | None = None
+    #: An earlier statement of a thread: the date of the statement that replaced it
+    #: ("" when unknown); None for any other item.
+    earlier: str | None = None
 
     def line(self) -> str:
-        return f"- {one_line(self.text)}"
+        head = f"[{self.when}] " if self.when else ""
+        if self.earlier is not None:
+            head += f"(earlier, until {self.earlier}) " if self.earlier else "(earlier) "
+        return f"- {head}{one_line(self.text)}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -40,11 +40,13 @@ from ..context.sections import (
     PREFERENCE_TYPES,
     PROFILE_SLOT_PREFIX,
     SECTIONS,
+    STABLE_SECTIONS,
     section_for_hit,
     session_summary_slot,
 )
 from ..context.tokens import TokenCounter, get_counter
 from ..errors import ValidationError
+from ..graph.threads import stated_at
 from ..record import MemoryRecord, SearchHit, Turn
 from ..reports import Neighbour
 from ..retrieval.cues import speaker_of
@@ -244,10 +246,18 @@ def _narrow(
     return out
 
 
+def _day(at: datetime | None) -> str | None:
+    """The compact date an item shows (UTC): ``2026-03-02``."""
+    return as_utc(at, "at").date().isoformat() if at is not None else None
+
+
 def _memory_item(record: MemoryRecord, section: str, score: float, text: str | None = None,
                  excerpt: bool = False) -> ContextItem:  # fmt: skip
+    """A memory's line; dated (when it held, else when it was written) outside the
+    stable part, which carries no times."""
+    when = None if section in STABLE_SECTIONS else _day(stated_at(record))
     return ContextItem(record.id, text or record.text(), score, section, "memory", record.type,
-                       excerpt)  # fmt: skip
+                       excerpt, when)  # fmt: skip
 
 
 def _stable(mem: ContextOps, flt: MemoryFilter, got: _Collected) -> None:
@@ -297,7 +307,7 @@ def _turns(mem: ContextOps, req: Request, sid: str, got: _Collected) -> None:
     turns: list[Turn] = mem.gate.turns(sid, namespace=ns, limit=count) if visible else []
     for i, turn in enumerate(turns):
         item = ContextItem(turn.id, f"{turn.role}: {turn.content}", (i + 1) / len(turns),
-                           "recent_turns", "turn", turn.role)  # fmt: skip
+                           "recent_turns", "turn", turn.role, when=_day(turn.at))  # fmt: skip
         got.add("recent_turns", item)
 
 
@@ -315,10 +325,14 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
     long = s.context_excerpt_over_chars
     cut = req.budget_tokens is not None and 0 < long < max((len(h.text) for h in hits), default=0)
     cues = _cues(req.query, hits) if cut else None
+    stated = {h.memory.id: stated_at(h.memory) for h in hits}
     for hit in hits:
         record = hit.memory
         section = section_for_hit(record.type, record.slot_key)
         item = _memory_item(record, section, hit.score, hit.text)
+        if hit.thread is not None and hit.thread.get("role") == "earlier":
+            current = next(iter(hit.thread.get("others") or ()), None)
+            item = replace(item, earlier=_day(stated.get(current)) or "")
         if cues is not None and len(hit.text) > long:
             window = best_window(hit.text, cues, s.context_excerpt_chars)
             said = speaker_of(record.content, record.metadata)

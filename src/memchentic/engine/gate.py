@@ -45,7 +45,7 @@ from ..access.namespaces import check_identifier
 from ..choices import DUPLICATE_POLICIES
 from ..clock import as_utc, utcnow
 from ..errors import ForbiddenError, NamespaceError, NotFoundError, ValidationError
-from ..graph import supersession
+from ..graph import supersession, threads
 from ..graph.consolidate import find_clusters
 from ..identity import Identity
 from ..lifetime import renewed_expiry, should_count_recall
@@ -326,6 +326,18 @@ class Gate:
     ) -> list[T]:
         """Each superseded item replaced by the tip of its chain that ``flt`` shows."""
         return supersession.follow(self.parts.store, items, get, put, self._scoped(flt), now)
+
+    def threads(
+        self,
+        items: Sequence[T],
+        get: Callable[[T], MemoryRecord],
+        make: Callable[[T, MemoryRecord], T],
+        flt: MemoryFilter,
+        now: datetime,
+    ) -> tuple[list[T], dict[str, threads.ThreadMark]]:
+        """Each thread of ``items`` resolved, newest first (:mod:`memchentic.graph.threads`);
+        members are brought in only where ``flt`` (scoped to the caller) shows them."""
+        return threads.resolve(self.parts.store, items, get, make, self._scoped(flt), now)
 
     def replaced(self, record: MemoryRecord) -> int:
         return supersession.replaced(self.parts.store, record)

@@ -12,6 +12,7 @@ from .. import tracing
 from .. import validation as check
 from ..clock import as_utc
 from ..errors import NotFoundError, ValidationError
+from ..graph.threads import ThreadMark
 from ..record import MemoryRecord, SearchHit, Version, normalise_type, resolve_intent
 from ..retrieval import pipeline
 from ..retrieval.profiles import Candidate, SearchProfile, get_profile
@@ -149,6 +150,11 @@ class Reads:
             shown = replace(flt, include_superseded=False)
             with tracing.span("memchentic.search.supersession"):
                 ranked = self.gate.follow(ranked, _memory_of, _with_tip, shown, when)
+        with tracing.span("memchentic.search.threads"):  # newest of an attribute first
+            ranked, marks = self.gate.threads(
+                ranked, _memory_of, _standing_for, replace(flt, include_superseded=False), when
+            )
+            ranked = _thread_scores(ranked, marks)[:count]
         if include_trace:  # the trace says which hits replaced other memories
             for c in ranked:
                 c.trace["supersedes"] = float(self.gate.replaced(c.memory))
@@ -158,7 +164,8 @@ class Reads:
         )  # fmt: skip
         return [
             SearchHit(c.memory, c.score, c.memory.text(read_intent),
-                      dict(c.trace) if include_trace else None)
+                      dict(c.trace) if include_trace else None,
+                      marks[c.memory.id].to_dict() if c.memory.id in marks else None)
             for c in ranked
         ]  # fmt: skip
 
@@ -171,6 +178,30 @@ def _with_tip(cand: Candidate, tip: MemoryRecord, hops: int) -> Candidate:
     cand.memory = tip
     cand.trace["superseded_hops"] = float(hops)
     return cand
+
+
+def _standing_for(cand: Candidate, record: MemoryRecord) -> Candidate:
+    """A thread's newer member brought into the list, in the place of ``cand``."""
+    return Candidate(record, cosine=cand.cosine, score=cand.score,
+                     trace={**cand.trace, "thread_pulled": 1.0})  # fmt: skip
+
+
+def _thread_scores(ranked: list[Candidate], marks: Mapping[str, ThreadMark]) -> list[Candidate]:
+    """Scores follow the thread order: a thread's current member takes the best score
+    its members had, the earlier ones the next, newest first (each keeps its own in
+    ``pre_thread_score``), so the list stays ordered by score."""
+    by_id = {c.memory.id: c for c in ranked}
+    for memory_id, mark in marks.items():
+        if mark.role != "current":
+            continue
+        members = [by_id[i] for i in (memory_id, *mark.others)]
+        scores = sorted((c.score for c in members), reverse=True)
+        for cand, score in zip(members, scores, strict=True):
+            cand.trace["pre_thread_score"] = cand.score
+            cand.trace["thread"] = 1.0 if cand is members[0] else -1.0
+            cand.trace["thread_sure"] = mark.sure
+            cand.score = score
+    return ranked
 
 
 def _types(value: str | Sequence[str] | None) -> builtins.list[str] | None:

@@ -346,6 +346,15 @@ class Store(ABC):
     @abstractmethod
     def delete_edge(self, edge_id: str) -> bool: ...
 
+    def edges_among(self, memory_ids: Sequence[str], *, kind: str) -> list[Edge]:
+        """Edges of ``kind`` with an end in ``memory_ids``, each once (SQL backends
+        answer in one statement)."""
+        found: dict[str, Edge] = {}
+        for memory_id in dict.fromkeys(memory_ids):
+            for edge in self.edges(memory_id, kind=kind):
+                found.setdefault(edge.id, edge)
+        return sorted(found.values(), key=lambda e: (e.created_at, e.id))
+
     def get_edge(self, edge_id: str) -> Edge | None:
         """One edge by id (backends may answer faster than this scan)."""
         return next((e for e in self.iter_edges() if e.id == edge_id), None)

@@ -107,6 +107,18 @@ class MemoryTables(Part):
             params.append(kind)
         return [d.edge(r) for r in self._rows(d.sql(sql + " ORDER BY created_at, id"), params)]
 
+    def edges_among(self, memory_ids: Sequence[str], *, kind: str) -> list[Edge]:
+        d = self.d
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        sql = (
+            f"SELECT {EDGE_COLUMNS} FROM edges WHERE kind = ? "
+            f"AND (source IN ({marks}) OR target IN ({marks})) ORDER BY created_at, id"
+        )
+        return [d.edge(r) for r in self._rows(d.sql(sql), [kind, *ids, *ids])]
+
     def versions(self, memory_id: str) -> list[Version]:
         d = self.d
         rows = self._rows(

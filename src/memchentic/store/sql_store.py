@@ -130,7 +130,7 @@ class SqlStore(Store):
     stats, iter_memories, iter_edges, iter_versions = _answered("memories", 4)
     add_edge, edges, get_edge, delete_edge = _answered("memories", 4)
     add_versions, versions, next_version, purge_versions = _answered("memories", 4)
-    by_entity, entity_counts = _answered("memories", 2)
+    by_entity, entity_counts, edges_among = _answered("memories", 3)
 
     save_identity, find_identity, list_identities = _answered("directory", 3)
     save_team, find_team, list_teams = _answered("directory", 3)

@@ -336,6 +336,8 @@ def _added_beside(
     decision = ctx.resolver.decide(record, neighbours, ctx.thresholds)
     if decision.target is not None or decision.relation is not Relation.DISTINCT:
         return False, None
+    if threads_with(decision):
+        return False, None  # the one-by-one path keeps the thread's link
     return True, decision.rule
 
 
@@ -500,7 +502,11 @@ def _resolve_entry(
     decision = ctx.resolver.decide(record, neighbours, ctx.thresholds)
     old, cosine = decision.target, decision.cosine
     if old is None or decision.relation is Relation.DISTINCT:
-        return insert(ctx, record, vector, decision.rule) if decision.rule else None
+        if not decision.rule:
+            return None
+        result = insert(ctx, record, vector, decision.rule)
+        _link_thread(ctx, record, decision)
+        return result
     if decision.relation is not Relation.DUPLICATE:
         return _supersede(ctx, old, record, vector, decision)
     rule = decision.rule or "duplicate:paraphrase"
@@ -541,6 +547,30 @@ def comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
         if a is not None and b is not None and a != b:
             return False
     return True
+
+
+#: How sure the rules must be that an added entry is a new value of a neighbour's
+#: attribute for the write to keep the link (a ``contradicts`` edge, read as a
+#: thread: :mod:`memchentic.graph.threads`).
+THREAD_LINK_MIN = 0.5
+
+
+def threads_with(decision: Decision) -> bool:
+    """Whether an added entry is linked to ``decision.related`` as its newer value."""
+    return decision.related is not None and decision.thread >= THREAD_LINK_MIN
+
+
+def _link_thread(ctx: WriteContext, record: MemoryRecord, decision: Decision) -> None:
+    """Keep the link between an added entry and the neighbour whose attribute it
+    probably gives a new value of: a ``contradicts`` edge, new -> old, with the
+    rule that found it; its strength is how sure the rule was."""
+    old = decision.related
+    if old is None or not threads_with(decision):
+        return
+    strength = round(min(1.0, max(0.0, decision.thread)), 4)
+    ctx.store.add_edge(Edge(new_id(), record.id, old.id, "contradicts", strength, ctx.now,
+                            {"thread": True, "rule": decision.thread_rule or decision.rule,
+                             "by": decision.by}))  # fmt: skip
 
 
 def _supersede(
