@@ -282,3 +282,44 @@ def test_an_unknown_method_is_other_in_the_http_span(
     assert other.attributes["http.response.status_code"] == 405
     known = _one(found, "GET /v1/memories")
     assert known.attributes is not None and known.attributes["http.request.method"] == "GET"
+
+
+def test_mcp_spans_name_no_method_tool_or_id_as_the_client_sent_it(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    """A caller with a key sends any JSON-RPC method, tool name and request id over
+    ``/mcp``: a span names a method of the protocol or ``_OTHER``, a tool the server
+    has or none, and keeps a request id of at most 64 characters."""
+    pytest.importorskip("mcp")
+    pytest.importorskip("fastapi")
+    import httpx
+
+    from .live_server import live_server
+
+    messages = [
+        {"id": "I" * 300, "method": "tools/call", "params": {"name": "T" * 300, "arguments": {}}},
+        {"id": 7, "method": "M" * 300, "params": {}},
+        {"id": 8, "method": "tools/call",
+         "params": {"name": "remember", "arguments": {"content": "Quill sharpens pencils"}}},
+    ]  # fmt: skip
+    with live_server(tmp_path) as live:
+        headers = {"Authorization": f"Bearer {live.keys['alice']}",
+                   "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": "2025-06-18"}  # fmt: skip
+        with httpx.Client(base_url=live.url, headers=headers, timeout=30) as http:
+            for message in messages:
+                assert http.post("/mcp", json={"jsonrpc": "2.0", **message}).status_code == 200
+    found = spans.get_finished_spans()
+    text = _all_attributes(found)
+    assert "TTTT" not in text and "MMMM" not in text and "IIII" not in text
+    unknown_tool = _one(found, "tools/call")
+    assert unknown_tool.attributes is not None
+    assert "gen_ai.tool.name" not in unknown_tool.attributes
+    assert unknown_tool.attributes["error.type"] == "tool_error"
+    other = _one(found, "_OTHER")
+    assert other.attributes is not None and other.attributes["jsonrpc.request.id"] == "7"
+    assert other.status.status_code is StatusCode.ERROR and other.status.description is None
+    remember = _one(found, "tools/call remember")
+    assert remember.attributes is not None
+    assert remember.attributes["gen_ai.tool.name"] == "remember"
+    assert remember.attributes["jsonrpc.request.id"] == "8"

@@ -22,6 +22,7 @@ from ..errors import MemchenticError
 from ..memory import Memory
 from ..record import MemoryRecord, SearchHit, WriteResult
 from .errors import caller_message
+from .mcp_spans import install as bound_spans
 
 INSTRUCTIONS = """\
 Long-term memory that outlives this conversation. Before answering anything that may
@@ -139,6 +140,7 @@ def _scope(**values: Any) -> dict[str, Any]:
 def build_server(resolve: Resolver, *, name: str = "memchentic") -> MCPServer:
     """An MCP server whose tools run as ``resolve(ctx)`` for each call."""
     server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
+    bound_spans(server, TOOLS)  # no method, tool or id as the client sent it in a span
 
     def run(ctx: Context, call: Callable[[Memory], Any]) -> Any:
         try:
