@@ -42,6 +42,7 @@ from difflib import SequenceMatcher
 from enum import StrEnum
 from functools import lru_cache
 
+from .key_value import key_value, slug
 from .polarity import cue_spans, negation_cues
 from .relations import (
     ADDITIVE_MARKERS,
@@ -205,9 +206,10 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         if sa.filler or sb.filler:
             return Judgement(Relation.DUPLICATE, "duplicate:filler")
         return Judgement(Relation.DUPLICATE, "duplicate:exact")
-    keyed = _key_value(sa, sb)
+    keyed = key_value(sa.text, sb.text)
     if keyed is not None:
-        return keyed
+        relation, rule = keyed
+        return Judgement(Relation(relation), rule)
     if _reordered(sa, sb):
         return Judgement(Relation.DUPLICATE, "duplicate:reordered")
     if sa.negated != sb.negated:  # a negation or a stop of the same statement, or another one
@@ -240,7 +242,7 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
     return Judgement(Relation.DISTINCT, "distinct:content-word")
 
 
-# --- duplicates in another order, "key: value" statements -------------------------------
+# --- duplicates in another order ------------------------------------------------------
 def _reordered(sa: _Summary, sb: _Summary) -> bool:
     """The same words with a clause moved from the front to the back ("On Sundays, Ravi
     cooks." / "Ravi cooks on Sundays."): one key sequence is a rotation of the
@@ -252,75 +254,7 @@ def _reordered(sa: _Summary, sb: _Summary) -> bool:
     return any(doubled[i : i + len(kb)] == kb for i in range(1, len(ka)))
 
 
-_KEY_VALUE = re.compile(r"^\s*([^:]{1,60}?)\s*:\s+(\S.*)$")
-#: Longest value of a "key: value" line; a longer one is a sentence after a label.
-_KEY_VALUE_WORDS = 4
-#: Keys of notes that are lists, not attributes ("Todo: ...", "Idea: ...").
-_LIST_KEYS = _words("todo task tasks idea ideas note notes reminder question tip example "
-                    "update memo item step fact news")  # fmt: skip
-
-
-def _key_value(sa: _Summary, sb: _Summary) -> Judgement | None:
-    """ "Key: value" statements of one key ("Upload limit: 25 MB." / "... 50 MB."):
-    an update when the values differ; another key is another attribute."""
-    pa, pb = _key_value_parts(sa.text), _key_value_parts(sb.text)
-    if pa is None or pb is None:  # not "key: value", or its value is a sentence
-        return None
-    (key_a, value_a), (key_b, value_b) = pa, pb
-    if len(key_a) > 5 or any(t.text.lower() in _LIST_KEYS for t in key_a):
-        return None
-    if any(any(ch.isdigit() for ch in t.text) for t in key_a):  # "Step 3: ...": a list
-        return None
-    if _has_verb(value_a) or _has_verb(value_b):  # "Sam: likes tea": a sentence
-        return None
-    if [t.key for t in key_a] != [t.key for t in key_b]:
-        return Judgement(Relation.DISTINCT, "distinct:attribute")
-    if [t.key for t in value_a] == [t.key for t in value_b]:
-        return Judgement(Relation.DUPLICATE, "duplicate:exact")
-    return Judgement(Relation.UPDATE, f"update:{_slug(key_a[-1].text)}")
-
-
-@lru_cache(maxsize=4096)
-def _key_value_parts(text: str) -> tuple[tuple[Token, ...], tuple[Token, ...]] | None:
-    """The tokens of the key and of the value of a "key: value" text, or None (also
-    when the value has more than ``_KEY_VALUE_WORDS`` tokens: a sentence after a label,
-    as a conversation turn "Ana: ..." is)."""
-    found = _KEY_VALUE.match(text)
-    if found is None or _more_words_than(found.group(2), _KEY_VALUE_WORDS):
-        return None
-    value = tokens(found.group(2))
-    if len(value) > _KEY_VALUE_WORDS:
-        return None
-    return tokens(found.group(1)), value
-
-
-_WORD_CHARACTER = re.compile(r"\w")
-
-
-def _more_words_than(text: str, n: int) -> bool:
-    """Whether :func:`tokens` certainly finds more than ``n`` tokens in ``text``,
-    without reading them: more than ``n`` parts between spaces hold a word character
-    (each part holds a token of its own: no token spans a space, and contractions
-    and possessives only split tokens)."""
-    parts = 0
-    for part in normalise(text).split():
-        if _WORD_CHARACTER.search(part):
-            parts += 1
-            if parts > n:
-                return True
-    return False
-
-
-def _has_verb(toks: Sequence[Token]) -> bool:
-    return any(t.key in _VERBS or t.text.lower() in _BE or t.text.lower() in _HAVE_DO
-               for t in toks)  # fmt: skip
-
-
-_HAVE_DO = _words("has have had do does did")
-
-
-def _slug(word: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", word.lower()).strip("-") or "value"
+_slug = slug
 
 
 # --- negations and stops ---------------------------------------------------------------
