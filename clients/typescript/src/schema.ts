@@ -122,6 +122,7 @@ export interface HitOut {
   text: string;
   memory: MemoryOut;
   trace?: Record<string, number> | null;
+  thread?: Record<string, unknown> | null;
 }
 
 export interface IdentityRequest {

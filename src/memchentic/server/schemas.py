@@ -320,6 +320,8 @@ class HitOut(BaseModel):
     text: str
     memory: MemoryOut
     trace: dict[str, float] | None = None
+    #: Its place in a thread of statements of one attribute (docs/writes.md).
+    thread: dict[str, Any] | None = None
 
 
 class VersionOut(BaseModel):
