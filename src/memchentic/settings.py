@@ -99,14 +99,22 @@ class Settings(BaseSettings):
     local_embedder_threads: int = _env(
         "LOCAL_EMBEDDER_THREADS",
         0,
-        "Intra-op threads of the local model (torch, process-wide); 0 = torch's default "
-        "(one per core); memchentic serve uses 1 unless given.",
+        "Intra-op threads of the local model (ONNX Runtime's for its session; torch's, "
+        "process-wide, on torch); 0 = the physical cores, at most 4 (torch: its default, "
+        "one per core); memchentic serve uses 1 a worker unless given.",
         ge=0,
+    )
+    local_embedder_runtime: Literal["onnx", "torch"] = _env(
+        "LOCAL_EMBEDDER_RUNTIME",
+        "onnx",
+        "What runs the local model: onnx (ONNX Runtime, exported once from the same "
+        "weights into EMBEDDER_CACHE_DIR; torch where it cannot load) or torch.",
     )
     embedder_cache_dir: str | None = _env(
         "EMBEDDER_CACHE_DIR",
         None,
-        "Where the static embedder's table is built on first use and kept; default "
+        "Where the static embedder's table and the local model's ONNX export are made on "
+        "first use and kept; default "
         "$XDG_CACHE_HOME/memchentic (~/.cache/memchentic).",
     )
     hash_embedding_dimension: int = _env(
