@@ -43,7 +43,7 @@ MANY_VALUED = _words("""use uses using used like likes love loves enjoy enjoys h
     monitor monitors treat treats see sees study studies teach teaches cook cooks eat
     eats drink drinks wear wears sponsor sponsors partner partners cover covers contain contains
     show shows allow allows hold holds attend attends take takes buy buys subscribe subscribes
-    played""")
+    played available offered supported""")
 #: Verbs of relations with one value at a time ("lives in", "prefers").
 SINGLE_VALUED_VERBS = _words("""prefer prefers preferred default defaults reply replies respond
     answer format address call called named lives live living located based married cost costs""")
@@ -60,15 +60,26 @@ SINGLE_VALUED_PREPOSITIONS = {
     "study": _words("at"),
     "run": _words("on"),
     "live": _words("in at"),
+    "report": _words("to"),
+    "host": _words("on with at"),
+    "bank": _words("with"),
+    "insure": _words("with"),
+    "deploy": _words("on"),
+    "drive": _words("a an"),
+    "sleep": _words("at"),
+    "commute": _words("by"),
 }
 #: Words that mark an addition to what is known.
 ADDITIVE_MARKERS = ("also", "too", "as well", "another", "in addition", "additionally",
                     "besides", "as well as", "either")  # fmt: skip
 #: Words that mark a replaced value.
-UPDATE_MARKERS = ("now", "instead", "anymore", "any more", "nowadays", "currently")
+UPDATE_MARKERS = ("now", "instead", "anymore", "any more", "nowadays", "currently",
+                  "these days", "from now on", "going forward", "as of", "starting")  # fmt: skip
 #: Past verbs that name a change of state to a new value.
 CHANGE_VERBS = _words("""moved relocated switched changed migrated upgraded downgraded updated
-    rescheduled renamed postponed shifted transferred promoted married joined""")
+    rescheduled renamed postponed shifted transferred promoted married joined extended bumped
+    raised lowered increased decreased reduced traded replaced swapped became ported
+    converted""")
 #: Phrases that name a stop: what follows them no longer holds ("quit smoking").
 STOP_CUES = (
     "no longer", "no more", "stopped", "quit", "quits", "gave up", "given up",
@@ -76,7 +87,8 @@ STOP_CUES = (
     "moved away from", "moved off", "migrated off", "migrated away from", "switched off",
     "switched away from", "turned off", "disabled", "phased out", "got rid of",
     "unsubscribed", "closed", "came off", "is off", "are off", "went off", "left",
-    "broke up", "paid off", "retired from", "downgraded from", "opted out",
+    "broke up", "paid off", "retired from", "downgraded from", "opted out", "sold",
+    "gave away", "given away", "traded in", "threw out", "thrown out",
 )  # fmt: skip
 #: Plain negation words (a contraction "n't" is one too).
 NEGATION_WORDS = ("not", "never", "no", "none", "nobody", "nothing", "neither", "nor",
@@ -99,7 +111,8 @@ FILLERS = (
     "remember that", "keep in mind that", "quick note", "note", "well", "okay", "ok", "so",
     "to be clear", "for the record", "heads up", "as i said", "as mentioned", "as i mentioned",
     "just a reminder", "reminder", "just to confirm", "to confirm", "oh", "also note that",
-    "in short", "anyway", "again",
+    "in short", "anyway", "again", "oh and", "and", "um", "uh", "so yeah", "ok so",
+    "just fyi", "also fyi", "actually",
 )  # fmt: skip
 _FILLER = re.compile(
     r"^\s*(?:" + "|".join(re.escape(f) for f in sorted(FILLERS, key=len, reverse=True))
@@ -132,6 +145,22 @@ SYNONYMS = (
     ("holiday", "vacation"), ("sofa", "couch"), ("shop", "store"), ("quick", "fast"),
     ("mum", "mom"), ("doctor", "physician"), ("car", "automobile"),
 )  # fmt: skip
+
+
+#: A status is one value of an attribute of its own ("under review" -> "approved"):
+#: these words, after a form of "be" or "get", are read as that value.
+STATUS_WORDS = _words("""approved rejected declined pending review reviewed open opened
+    closed resolved fixed broken done finished complete completed ongoing active inactive
+    blocked unblocked shipped live merged draft published paid unpaid overdue delayed
+    scheduled confirmed tentative cancelled canceled postponed archived deprecated stable
+    beta alpha released launched started underway progress hold paused stalled submitted
+    accepted sold available unavailable booked full empty ready installed working
+    down up running stopped healthy sick better recovered""")
+#: Predicates of liking and their opposites: the same attribute (how someone feels
+#: about a thing), another value ("loves sushi" -> "hates sushi").
+LIKING = _words("like likes liked love loves loved enjoy enjoys enjoyed adore adores fond")
+DISLIKING = _words("""hate hates hated dislike dislikes disliked detest detests loathe loathes
+    despise despises""")
 
 
 def strip_fillers(text: str) -> str:

@@ -24,6 +24,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..access.policy import CHARTER_TYPE
 from ..ids import new_id
 from ..record import Edge, MemoryRecord, Version, WriteResult
 from ..settings import Settings
@@ -478,6 +479,8 @@ def _merge_guide(ctx: WriteContext, record: MemoryRecord, vector: np.ndarray) ->
     for guide, cosine in _neighbours(ctx, record, vector, "guide"):
         if cosine < ctx.settings.guide_merge_threshold:
             break
+        if (guide.type == CHARTER_TYPE) != (record.type == CHARTER_TYPE):
+            continue  # a charter changes only through its slot (``comparable``)
         merged = replace(
             guide,
             reinforcement=guide.reinforcement + 1,
@@ -534,10 +537,12 @@ EPISODIC = "episodic"
 
 def comparable(old: MemoryRecord, new: MemoryRecord) -> bool:
     """Whether ``new`` may be refused against, or supersede, ``old``: not a record of
-    speech, valid at a time when ``new`` is, and said by the same speaker (role,
-    speaker and agent, where both say)."""
+    speech, valid at a time when ``new`` is, said by the same speaker (role,
+    speaker and agent, where both say), and both or neither a group's charter."""
     if old.type == EPISODIC or names_speaker(old):
         return False  # a logged turn: nothing refuses against it or supersedes it
+    if (old.type == CHARTER_TYPE) != (new.type == CHARTER_TYPE):
+        return False  # a charter changes only through its slot, by those who may write it
     if old.valid_to is not None and new.valid_from is not None and old.valid_to <= new.valid_from:
         return False  # it held until the new one begins: both stay true in their time
     if old.agent_id and new.agent_id and old.agent_id != new.agent_id:

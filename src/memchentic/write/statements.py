@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from enum import StrEnum
 from functools import lru_cache
 
+from .align import orders, pair_words
+from .grammar import clauses, discourse_core, is_english, is_question
 from .key_value import key_value, slug
 from .polarity import cue_spans, negation_cues
 from .relations import (
@@ -52,8 +54,8 @@ from .relations import (
     SINGLE_VALUED_PREPOSITIONS,
     SINGLE_VALUED_VERBS,
     UPDATE_MARKERS,
-    strip_fillers,
 )
+from .shapes import status_or_liking
 from .words import (
     Token,
     embedding_text,
@@ -164,29 +166,40 @@ class Judgement:
 class _Summary:
     """What :func:`judge` reads of one text, worked out once per text."""
 
-    text: str  # normalised, discourse fillers left out
+    text: str  # normalised, discourse fillers, asides, frames and hedges left out
     filler: bool  # a filler was left out
     tokens: tuple[Token, ...]
     keys: tuple[str, ...]
     values: frozenset[str]  # keys of values, negation aside
     content: frozenset[str]  # keys of the other words, function words aside
     negated: bool
+    hedged: bool = False  # "i think", "probably": said with less certainty
+    question: bool = False
+    english: bool = True
 
 
 @lru_cache(maxsize=4096)
 def _summary(text: str) -> _Summary:
     plain = normalise(text)
-    core = strip_fillers(plain)
+    core, hedged = discourse_core(plain)
     toks = tokens(core)
     return _Summary(
         core,
         core != plain,
         toks,
-        tuple(t.key for t in toks),
+        tuple(t.key for t in toks if t.key not in _EMPHASIS),
         frozenset(t.key for t in toks if t.value and not t.negation),
-        frozenset(t.key for t in toks if not t.value and not t.function),
+        frozenset(t.key for t in toks if not t.value and not t.function) - _EMPHASIS,
         negation_cues(core) % 2 == 1,
+        hedged,
+        is_question(plain),
+        is_english(plain),
     )
+
+
+#: Words of emphasis that change no statement ("the API's actually written in Go").
+_EMPHASIS = _words("really actually totally absolutely literally definitely honestly truly "
+                   "still mostly usually basically officially finally")  # fmt: skip
 
 
 def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
@@ -206,12 +219,31 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         if sa.filler or sb.filler:
             return Judgement(Relation.DUPLICATE, "duplicate:filler")
         return Judgement(Relation.DUPLICATE, "duplicate:exact")
+    if not (sa.english and sb.english):  # the rules read English: another language adds
+        return Judgement(Relation.DISTINCT, "distinct:language")
+    if sa.question or sb.question:  # a question states nothing
+        return Judgement(Relation.DISTINCT, "distinct:question")
+    found = _decide(sa, sb, cosine, thresholds)
+    if found.relation is Relation.DISTINCT and not found.rule.startswith(("additive", "event")):
+        found = _in_passing(sa, sb, cosine, thresholds) or found
+    if sa.hedged and found.relation in (Relation.UPDATE, Relation.CONTRADICTION):
+        return Judgement(Relation.DISTINCT, "distinct:hedged", thread=_HEDGED_THREAD)
+    if found.relation is Relation.DISTINCT:
+        return Judgement(found.relation, found.rule, _thread(sa, sb, found.rule, cosine))
+    return found
+
+
+def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -> Judgement:
+    """The decision on the words of two statements of one clause each."""
     keyed = key_value(sa.text, sb.text)
     if keyed is not None:
         relation, rule = keyed
         return Judgement(Relation(relation), rule)
     if _reordered(sa, sb):
         return Judgement(Relation.DUPLICATE, "duplicate:reordered")
+    shape = status_or_liking(sa.tokens, sb.tokens, sa.negated, sb.negated)
+    if shape is not None:
+        return Judgement(Relation(shape[0]), shape[1])
     if sa.negated != sb.negated:  # a negation or a stop of the same statement, or another one
         return _negation(sa, sb, cosine, thresholds)
     marker = marker_added(sa.text, sb.text, ADDITIVE_MARKERS)
@@ -223,13 +255,24 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
     values_b = [k for k in sb.keys if k in value_keys]
     content_a, content_b = sa.content - value_keys, sb.content - value_keys
     added, removed = unmatched(content_a - content_b, content_b - content_a)
+    surface = {t.key: t.text for t in (*sa.tokens, *sb.tokens)}
+    added, removed, paired = pair_words(added, removed, surface)
     if values_a != values_b:  # an update keeps every content word of the stored one
         if removed - _UNITS:
-            return Judgement(Relation.DISTINCT, "distinct:content-word")
-        return _update_or_distinct(sa, sb)
+            return _marked_update(sa, sb) or Judgement(Relation.DISTINCT, "distinct:content-word")
+        found = _update_or_distinct(sa, sb)
+        if found.relation is Relation.DISTINCT and found.rule in _ORDER_MAY_TELL:
+            for a in orders(sa.tokens):  # "On Thursdays the newsletter ..." / "Kwame is now ..."
+                other = _update_or_distinct(replace(sa, tokens=a), sb)
+                if other.relation is not Relation.DISTINCT or other.rule.startswith("event"):
+                    return other
+        return found if found.relation is not Relation.DISTINCT else (
+            _marked_update(sa, sb) or found)  # fmt: skip
     if not added and not removed:  # function words, inflections, synonyms, order only
         if content_a == content_b:
             return Judgement(Relation.DUPLICATE, "duplicate:paraphrase")
+        if paired:  # a misspelt word, or a near synonym by word vectors
+            return Judgement(Relation.DUPLICATE, f"duplicate:{paired}")
         if cosine >= thresholds.near_duplicate:  # derived forms: "allergic" / "allergy"
             return Judgement(Relation.DUPLICATE, "duplicate:paraphrase")
         return Judgement(Relation.DISTINCT, "distinct:content-word")
@@ -237,21 +280,100 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         single = _replaces_object(sa, sb)
         if single:
             return Judgement(Relation.UPDATE, single)
+    marked = _marked_update(sa, sb)
+    if marked is not None:
+        return marked
     if added and not removed:
         return Judgement(Relation.DISTINCT, "distinct:more-detail")
     return Judgement(Relation.DISTINCT, "distinct:content-word")
+
+
+#: Distinct rules that another word order of the new statement may overturn.
+_ORDER_MAY_TELL = frozenset({"distinct:subject", "distinct:content-word", "distinct:attribute"})
+#: How sure a hedged update is ("kwame runs the release now i think"): a thread.
+_HEDGED_THREAD = 0.7
+
+
+def _in_passing(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement | None:
+    """A fact stated in passing: a clause of a longer message that updates, negates or
+    repeats the stored statement (the rule says "in-passing")."""
+    for clause in clauses(sa.text):
+        part = _summary(clause)
+        if part.question or part.keys == sa.keys:
+            continue
+        if part.keys == sb.keys:
+            return Judgement(Relation.DUPLICATE, "duplicate:in-passing")
+        found = _decide(part, sb, cosine, t)
+        if found.relation is not Relation.DISTINCT:
+            return Judgement(found.relation, f"{found.rule}-in-passing")
+    return None
+
+
+def _marked_update(sa: _Summary, sb: _Summary) -> Judgement | None:
+    """A stated change ("now", "these days", "as of ...", "switched ... to", "instead")
+    of the stored statement: most of what it says is kept, one part is replaced."""
+    marker = marker_added(sa.text, sb.text, UPDATE_MARKERS)
+    if marker is None:
+        verbs = [t for t in sa.tokens if t.key in _CHANGE_VERBS and t.key not in sb.keys]
+        marker = verbs[0].text if verbs else None
+    if marker is None or sa.negated:
+        return None
+    said_a = (sa.content | sa.values) - _MARKER_KEYS
+    said_b = (sb.content | sb.values) - _MARKER_KEYS
+    kept, dropped = said_a & said_b, said_b - said_a
+    if not dropped or not (said_a - said_b) or 2 * len(kept) < len(said_b):
+        return None
+    return Judgement(Relation.UPDATE, f"update:{_slug(marker)}")
+
+
+_MARKER_KEYS = frozenset(stem(w) for m in UPDATE_MARKERS for w in m.split()) | _CHANGE_VERBS
+
+
+def _thread(sa: _Summary, sb: _Summary, rule: str, cosine: float) -> float:
+    """How sure it is that two distinct statements give the same attribute of the same
+    subject two values (0..1; :attr:`Judgement.thread`): what they share, a stated
+    change, a word of one value, the cosine; 0 for another kind of fact."""
+    if rule.startswith(_NO_THREAD):
+        return 0.0
+    said_a, said_b = sa.content | sa.values, sb.content | sb.values
+    if not (said_a - said_b) or not (said_b - said_a) or not said_a & said_b:
+        return 0.0  # nothing replaced: more detail or another fact
+    score = 0.5 * len(said_a & said_b) / len(said_a | said_b)
+    if marker_added(sa.text, sb.text, UPDATE_MARKERS) or any(
+        t.key in _CHANGE_VERBS for t in sa.tokens
+    ):
+        score += 0.3
+    if (said_a & said_b) & SINGLE_VALUED:
+        score += 0.2
+    if cosine >= 0.75:
+        score += 0.1
+    if rule == "distinct:subject":
+        score *= 0.5
+    return round(min(score, 0.9), 3)
+
+
+_NO_THREAD = ("additive:", "event:", "distinct:question", "distinct:language", "distinct:far",
+              "distinct:passage", "distinct:attribute")  # fmt: skip
 
 
 # --- duplicates in another order ------------------------------------------------------
 def _reordered(sa: _Summary, sb: _Summary) -> bool:
     """The same words with a clause moved from the front to the back ("On Sundays, Ravi
     cooks." / "Ravi cooks on Sundays."): one key sequence is a rotation of the
-    other, and one of the texts marks the fronted clause with a comma."""
+    other, and one of the texts marks the fronted clause with a comma; or the sides of
+    "is" swapped around a single value ("Carlos is the lead" / "The lead is Carlos")."""
     ka, kb = sa.keys, sb.keys
-    if len(ka) != len(kb) or len(ka) < 3 or ("," not in sa.text and "," not in sb.text):
-        return False
-    doubled = ka + ka
-    return any(doubled[i : i + len(kb)] == kb for i in range(1, len(ka)))
+    if len(ka) == len(kb) and len(ka) >= 3 and ("," in sa.text or "," in sb.text):
+        doubled = ka + ka
+        if any(doubled[i : i + len(kb)] == kb for i in range(1, len(ka))):
+            return True
+    said_b = _said(sb.tokens)
+    return any(_said(a) == said_b for a in orders(sa.tokens)) or any(
+        _said(b) == _said(sa.tokens) for b in orders(sb.tokens))  # fmt: skip
+
+
+def _said(toks: Sequence[Token]) -> tuple[str, ...]:
+    return tuple(t.key for t in toks if not t.function and t.key not in _EMPHASIS)
 
 
 _slug = slug

@@ -31,6 +31,25 @@ _CONTRACTIONS = tuple(
         (r"\bcannot\b", "can not", "cannot"),
     )
 )  # fmt: skip
+#: Contractions typed without their apostrophe ("dont", "im", "cant"): the long form.
+_BARE_CONTRACTIONS = re.compile(
+    r"\b(?:(do|does|did|is|are|was|were|has|have|had|could|would|should|must|need)nt|"
+    r"(ca)nt|(wo)nt|(i)m|(i|you|we|they)ve|(you|they)re)\b",
+    re.IGNORECASE,
+)
+_BARE_LONG = {"ca": "can", "wo": "will"}
+
+
+def _bare(found: re.Match[str]) -> str:
+    verb, can, will, i_am, have, are = found.groups()
+    if verb or can or will:
+        stem_ = verb or can or will
+        return f"{_BARE_LONG.get(stem_.lower(), stem_)} not"
+    if i_am:
+        return f"{i_am} am"
+    if have:
+        return f"{have} have"
+    return f"{are} are"
 #: A token: a word, a number, or an identifier (a version, a time, an email, a host,
 #: a path, a URL, money); inner punctuation is kept, trailing punctuation is not.
 _TOKEN = re.compile(r"[$€£¥]?\w(?:[\w'.\-/:@%+,#~&=?]*[\w%/$€£])?")
@@ -79,6 +98,8 @@ class Token(NamedTuple):
 def tokens(text: str) -> tuple[Token, ...]:
     """The tokens of a statement, with what each one carries."""
     expanded = normalise(text)
+    if _BARE_CONTRACTIONS.search(expanded):  # chat: "dont", "im"
+        expanded = _BARE_CONTRACTIONS.sub(_bare, expanded)
     if "'" in expanded or "cannot" in expanded.lower():  # "doesn't" -> "does not"
         plain = expanded.isascii()  # case folding is lower() (else every pattern runs)
         for pattern, repl, needle in _CONTRACTIONS:
@@ -189,6 +210,15 @@ _NUMBERS = {
         _NUMBER_WORDS_IN_ORDER.split(" ")  # the ruff rule SIM905 wants no literal.split()
     )
 }
+#: Ordinal words read as their figures ("the first" = "the 1st").
+_ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+    "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+)
+_NUMBERS.update(
+    (w, f"{n}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(n if n < 4 else 0, 'th')}")
+    for n, w in enumerate(_ORDINALS.split(" "), start=1)
+)
 #: Words that negate what they stand in ("no longer", "no more" begin with "no").
 _NEGATION_WORDS = frozenset(NEGATION_WORDS) | {"stopped", "quit"}
 #: Words that are values only when capitalised (a month, a weekday, a season).
