@@ -74,26 +74,28 @@ def typo(a: str, b: str) -> bool:
 
 
 def pair_words(added: set[str], removed: set[str], surface: Mapping[str, str],
-               synonyms: bool = True) -> tuple[set[str], set[str], str | None]:  # fmt: skip
-    """(added, removed, how a pair was made: "typo", "synonym[-tokens]" or None):
-    each added word paired with a removed one it misspells or is a near synonym of
-    (``surface``: a key's word as written, for its vector)."""
+               synonyms: bool = True) -> tuple[set[str], set[str], str | None, dict[str, str]]:  # fmt: skip  # noqa: E501
+    """(added, removed, how a pair was made: "typo", "synonym[-tokens]" or None, the
+    pairs: added -> removed): each added word paired with a removed one it misspells or
+    is a near synonym of (``surface``: a key's word as written, for its vector)."""
     left_added, left_removed = set(added), set(removed)
     how: str | None = None
+    pairs: dict[str, str] = {}
     for x in sorted(added):
         for y in sorted(left_removed):
             wx, wy = surface.get(x, x).lower(), surface.get(y, y).lower()
             if typo(wx, wy) or typo(x, y):
                 left_added.discard(x)
                 left_removed.discard(y)
+                pairs[x] = y
                 how = how or "typo"
                 break
     if not synonyms or not left_added or not left_removed:
-        return left_added, left_removed, how
+        return left_added, left_removed, how, pairs
     name = word_vectors.source()
     bar = word_vectors.SYNONYM_BAR.get(name)
     if bar is None:
-        return left_added, left_removed, how
+        return left_added, left_removed, how, pairs
     for x in sorted(left_added):
         best, best_y = bar, None
         for y in sorted(left_removed):
@@ -105,8 +107,9 @@ def pair_words(added: set[str], removed: set[str], surface: Mapping[str, str],
         if best_y is not None:
             left_added.discard(x)
             left_removed.discard(best_y)
+            pairs[x] = best_y
             how = "synonym" if name == "static" else f"synonym-{name}"
-    return left_added, left_removed, how
+    return left_added, left_removed, how, pairs
 
 
 def _contrast(a: str, b: str) -> bool:

@@ -44,6 +44,9 @@ _SUBJECTS = _words("""i you he she it we they there the a an my your his her our
 _ADVERBIAL_STARTS = _words("""on in at after before when while if unless since until till
     during for from by every each as once whenever because although though with without
     to of per between within across""")
+_DETERMINERS = _words("""my our your his her their its the a an this that these those i we you
+    he she they it""")
+_RELATIVES = _words("which who whom whose where that when")
 #: Words that tell a clause is itself a statement (a verb of its own): not an aside.
 _CLAUSE_VERBS = _words("""is are was were am be been has have had do does did will would
     can could should must may might""")
@@ -136,6 +139,8 @@ def _strip_aside(text: str) -> str:
     if not words or len(words) > 4 or len(_WORD.findall(rest)) < 3:
         return text
     lower = [w.lower() for w in words]
+    if lower[0] in _DETERMINERS or rest.split(maxsplit=1)[0].lower() in _RELATIVES:
+        return text  # "My sister's new flat, which ...": the subject, not an aside
     if lower[0] in _ADVERBIAL_STARTS or any(w in _CLAUSE_VERBS for w in lower):
         return text
     if any(ch.isdigit() for ch in found.group(1)) or any(w[0].isupper() for w in words[1:]):

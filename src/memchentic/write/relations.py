@@ -155,7 +155,9 @@ STATUS_WORDS = _words("""approved rejected declined pending review reviewed open
     scheduled confirmed tentative cancelled canceled postponed archived deprecated stable
     beta alpha released launched started underway progress hold paused stalled submitted
     accepted sold available unavailable booked full empty ready installed working
-    down up running stopped healthy sick better recovered""")
+    down up running stopped healthy sick better recovered granted dispatched processed
+    processing shipped delivered waiting refunded expired renewed valid invalid passed failed
+    clear approved""")
 #: Predicates of liking and their opposites: the same attribute (how someone feels
 #: about a thing), another value ("loves sushi" -> "hates sushi").
 LIKING = _words("like likes liked love loves loved enjoy enjoys enjoyed adore adores fond")

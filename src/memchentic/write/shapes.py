@@ -27,10 +27,11 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_BE_GET = _words("is are was were be been being get gets got 's become became am")
+_BE_GET = _words("is are was were be been being get gets got 's become became am has have had")
+_MODALS = _words("can could will would")
 #: Words that may stand between "is" and the status ("is now approved", "is under review").
 _BETWEEN = _words("""now under in on being been finally officially all fully still
-    currently back not""")
+    currently back not a an just""")
 _LIKING = frozenset(stem(w) for w in LIKING)
 _DISLIKING = frozenset(stem(w) for w in DISLIKING)
 _STAND = "stand"
@@ -67,6 +68,8 @@ def _feeling(toks: Sequence[Token], negated: bool) -> tuple[int, frozenset[str]]
         elif tok.key == _STAND and i > 0 and toks[i - 1].negation:
             sign, _ = -1, skip.update((i, i - 1))  # "can't stand": dislikes
             negated = not negated
+            if i > 1 and toks[i - 2].text.lower() in _MODALS:
+                skip.add(i - 2)
     if not sign:
         return None
     rest = frozenset(t.key for i, t in enumerate(toks)
@@ -79,13 +82,19 @@ def status_or_liking(a: Sequence[Token], b: Sequence[Token], negated_a: bool,
     """(relation, rule) when both state a status, or both a liking, of one thing; None
     otherwise (the general rules decide)."""
     sa, sb = _status(a), _status(b)
-    if sa is not None and sb is not None and sa[1] == sb[1] and negated_a == negated_b:
+    if sa is not None and sb is not None and _same(sa[1], sb[1]) and negated_a == negated_b:
         if sa[0] == sb[0]:
             return "duplicate", "duplicate:status"
         return "update", "update:status"
     fa, fb = _feeling(a, negated_a), _feeling(b, negated_b)
-    if fa is not None and fb is not None and fa[1] == fb[1]:
+    if fa is not None and fb is not None and _same(fa[1], fb[1]):
         if fa[0] == fb[0]:
             return None  # the same feeling: the general rules (a paraphrase or the same)
         return "update", "update:antonym"
     return None
+
+
+def _same(a: frozenset[str], b: frozenset[str]) -> bool:
+    """What else two statements say is the same: at most one word apart, most shared
+    ("I hate olives, weirdly" / "I love olives")."""
+    return len(a ^ b) <= 1 and len(a & b) >= 1

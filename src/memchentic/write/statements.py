@@ -57,6 +57,7 @@ from .relations import (
 )
 from .shapes import status_or_liking
 from .words import (
+    WEEKDAYS,
     Token,
     embedding_text,
     marker_added,
@@ -238,6 +239,9 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
     keyed = key_value(sa.text, sb.text)
     if keyed is not None:
         relation, rule = keyed
+        marker = marker_added(sa.text, sb.text, ADDITIVE_MARKERS)
+        if marker and relation == "update":  # "Skills: SQL." / "Skills: Tableau too."
+            return Judgement(Relation.DISTINCT, f"additive:{marker.replace(' ', '-')}")
         return Judgement(Relation(relation), rule)
     if _reordered(sa, sb):
         return Judgement(Relation.DUPLICATE, "duplicate:reordered")
@@ -256,8 +260,12 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
     content_a, content_b = sa.content - value_keys, sb.content - value_keys
     added, removed = unmatched(content_a - content_b, content_b - content_a)
     surface = {t.key: t.text for t in (*sa.tokens, *sb.tokens)}
-    added, removed, paired = pair_words(added, removed, surface)
+    added, removed, paired, pairs = pair_words(added, removed, surface)
+    if pairs:  # read a misspelt word or a near synonym as the stored word from here on
+        sa = _rekeyed(sa, pairs)
     if values_a != values_b:  # an update keeps every content word of the stored one
+        if _readings(sa, sb):
+            return Judgement(Relation.DISTINCT, "event:reading")
         if removed - _UNITS:
             return _marked_update(sa, sb) or Judgement(Relation.DISTINCT, "distinct:content-word")
         found = _update_or_distinct(sa, sb)
@@ -294,6 +302,12 @@ _ORDER_MAY_TELL = frozenset({"distinct:subject", "distinct:content-word", "disti
 _HEDGED_THREAD = 0.7
 
 
+def _rekeyed(s: _Summary, pairs: dict[str, str]) -> _Summary:
+    toks = tuple(t._replace(key=pairs.get(t.key, t.key)) for t in s.tokens)
+    content = frozenset(pairs.get(k, k) for k in s.content)
+    return replace(s, tokens=toks, keys=tuple(pairs.get(k, k) for k in s.keys), content=content)
+
+
 def _in_passing(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement | None:
     """A fact stated in passing: a clause of a longer message that updates, negates or
     repeats the stored statement (the rule says "in-passing")."""
@@ -312,18 +326,53 @@ def _in_passing(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Jud
 def _marked_update(sa: _Summary, sb: _Summary) -> Judgement | None:
     """A stated change ("now", "these days", "as of ...", "switched ... to", "instead")
     of the stored statement: most of what it says is kept, one part is replaced."""
+    if clauses(sa.text) or sa.negated:  # a message of several clauses: each one decides
+        return None
     marker = marker_added(sa.text, sb.text, UPDATE_MARKERS)
     if marker is None:
         verbs = [t for t in sa.tokens if t.key in _CHANGE_VERBS and t.key not in sb.keys]
         marker = verbs[0].text if verbs else None
-    if marker is None or sa.negated:
+    if marker is None:
         return None
     said_a = (sa.content | sa.values) - _MARKER_KEYS
     said_b = (sb.content | sb.values) - _MARKER_KEYS
     kept, dropped = said_a & said_b, said_b - said_a
-    if not dropped or not (said_a - said_b) or 2 * len(kept) < len(said_b):
+    if not dropped or not kept or not (said_a - said_b) or 2 * len(kept) + 1 < len(said_b):
         return None
     return Judgement(Relation.UPDATE, f"update:{_slug(marker)}")
+
+
+def _readings(sa: _Summary, sb: _Summary) -> bool:
+    """Two dated readings or events ("Meter reading on 1 October: 45120." / "... on 1
+    November: 45388."): both dated, the date and another value differ, no change named."""
+    dates_a, dates_b = _dates(sa.tokens), _dates(sb.tokens)
+    if not dates_a or not dates_b or dates_a[0] == dates_b[0]:
+        return False
+    if any(t.key in _CHANGE_VERBS for t in sa.tokens) or marker_added(
+        sa.text, sb.text, UPDATE_MARKERS
+    ):
+        return False
+    others_a = sa.values - {t.key for t in sa.tokens if t.position in dates_a[1]}
+    others_b = sb.values - {t.key for t in sb.tokens if t.position in dates_b[1]}
+    return others_a != others_b
+
+
+def _dates(toks: Sequence[Token]) -> tuple[tuple[str, ...], frozenset[int]] | None:
+    """(the keys of a statement's calendar dates, their positions): a month or an ISO
+    date with the day next to it ("6 September", "March 3rd", "2026-03-02")."""
+    keys: list[str] = []
+    positions: set[int] = set()
+    for i, tok in enumerate(toks):
+        if value_kind([tok]) != "date" or tok.text.lower() in WEEKDAYS:
+            continue
+        keys.append(tok.key)
+        positions.add(tok.position)
+        for near in (toks[i - 1] if i else None, toks[i + 1] if i + 1 < len(toks) else None):
+            if near is not None and near.value and any(ch.isdigit() for ch in near.text) \
+                    and len(near.text.rstrip("stndrh")) <= 2:  # fmt: skip
+                keys.append(near.key)
+                positions.add(near.position)
+    return (tuple(sorted(keys)), frozenset(positions)) if keys else None
 
 
 _MARKER_KEYS = frozenset(stem(w) for m in UPDATE_MARKERS for w in m.split()) | _CHANGE_VERBS
@@ -563,8 +612,9 @@ def _single_valued(frame: Sequence[Token], before: Sequence[Token]) -> bool:
     at", "runs on"), or a sentence that is an instruction ("Use ...")."""
     if any(t.key in SINGLE_VALUED for t in frame):
         return True
-    for i, tok in enumerate(before[:-1]):
-        if before[i + 1].text.lower() in _SINGLE_PREPOSITIONS.get(tok.key, ()):
+    for i, tok in enumerate(before[:-1]):  # "works at", "hosts the wiki on"
+        prepositions = _SINGLE_PREPOSITIONS.get(tok.key, ())
+        if prepositions and any(t.text.lower() in prepositions for t in before[i + 1 :]):
             return True
     return _imperative(before)
 
