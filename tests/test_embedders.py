@@ -397,24 +397,27 @@ def test_local_model_is_shared(local: LocalEmbedder) -> None:
     start = time.perf_counter()
     again = LocalEmbedder()
     assert time.perf_counter() - start < 1.0
-    assert again._model is local._model
     np.testing.assert_allclose(again.embed("same model"), local.embed("same model"), atol=1e-6)
+    assert again._backend is local._backend
 
 
 @needs_local
 def test_local_threads_come_from_the_setting_and_do_not_change_vectors() -> None:
-    """LOCAL_EMBEDDER_THREADS sets torch's intra-op threads (process-wide, so in a
-    child process); 0 leaves torch's default. The vectors are the same either way."""
+    """On torch (LOCAL_EMBEDDER_RUNTIME=torch), LOCAL_EMBEDDER_THREADS sets torch's
+    intra-op threads (process-wide, so in a child process) when the model loads; 0
+    leaves torch's default. The vectors are the same either way. (ONNX Runtime's
+    threads: tests/test_local_onnx.py.)"""
     code = (
         "import json, torch; from memchentic.embed import get_embedder; "
         "from memchentic.settings import load_settings; default = torch.get_num_threads(); "
-        "e = get_embedder('local', load_settings()); "
-        "print(json.dumps([default, torch.get_num_threads(), e.embed('a b c').tolist()]))"
+        "e = get_embedder('local', load_settings()); v = e.embed('a b c').tolist(); "
+        "print(json.dumps([default, torch.get_num_threads(), v]))"
     )
     runs = {}
     for value in ("0", "1"):
         env = {**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1",
-               "MEMCHENTIC_LOCAL_EMBEDDER_THREADS": value}  # fmt: skip
+               "MEMCHENTIC_LOCAL_EMBEDDER_THREADS": value,
+               "MEMCHENTIC_LOCAL_EMBEDDER_RUNTIME": "torch"}  # fmt: skip
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True)  # fmt: skip
         runs[value] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -480,7 +483,9 @@ def test_get_embedder_openai_from_settings(server: FakeEmbeddingServer) -> None:
 @needs_local
 def test_get_embedder_local(local: LocalEmbedder) -> None:
     e = get_embedder("local", Settings(embedder=None))
-    assert isinstance(e, LocalEmbedder) and e._model is local._model
+    assert isinstance(e, LocalEmbedder) and e.identity == local.identity
+    e.embed("loaded now")
+    assert e._backend is local._backend
 
 
 def test_get_embedder_unknown_name() -> None:
@@ -488,7 +493,7 @@ def test_get_embedder_unknown_name() -> None:
         get_embedder("word2vec", Settings(embedder=None))
     assert info.value.field == "embedder"
     assert info.value.rule == (
-        "must be one of hash, local, minilm, openai, static or an Embedder object"
+        "must be one of hash, local, minilm, local-int8, openai, static or an Embedder object"
     )
     with pytest.raises(ValidationError):
         get_embedder(42, Settings(embedder=None))  # type: ignore[arg-type]

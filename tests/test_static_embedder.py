@@ -136,6 +136,36 @@ def test_concurrent_first_uses_build_the_table_once(
     assert len(built) == 1 and len(folders) == 3 and len(set(folders)) == 1
 
 
+def test_first_build_shows_progress_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first build takes minutes on a busy machine: a terminal is told, with a bar
+    fed by the build (it used to print nothing for 170 s)."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    reports: list[tuple[int, int]] = []
+
+    def fake_build(source: Path, target: Path, **kwargs: Any) -> Path:
+        for done in (1024, 2048, 3000):
+            kwargs["progress"](done, 3000)
+            reports.append((done, 3000))
+        target.mkdir(parents=True)
+        np.save(target / "vectors.npy", np.zeros((1, 8), dtype=np.float32))
+        return target
+
+    monkeypatch.setattr(static_module, "build_static_model", fake_build)
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    static_module._default_table(tmp_path)
+    assert reports == [(1024, 3000), (2048, 3000), (3000, 3000)]
+    assert "building the static embedder's table" in screen.getvalue()
+
+
 def test_pca_gives_the_same_axes_whatever_the_row_order() -> None:
     """An SVD's signs are arbitrary; the build fixes them, so a rebuild agrees."""
     rng = np.random.default_rng(7)

@@ -3,8 +3,9 @@
 Built-ins:
 
 * ``hash`` - :class:`HashEmbedder`, feature hashing, no dependencies, not semantic;
-* ``local`` (or ``minilm``) - :class:`LocalEmbedder`, all-MiniLM-L6-v2 offline
-  (``memchentic[local]``);
+* ``local`` (or ``minilm``) - :class:`LocalEmbedder`, all-MiniLM-L6-v2 offline on
+  ONNX Runtime (``memchentic[local]``); ``local-int8``: its int8 export, faster and
+  a little less precise (opt-in; another identity, so a store is reindexed to it);
 * ``static`` - :class:`StaticEmbedder`, a token table distilled from that MiniLM:
   about 100x faster, a little less precise (docs/embedders.md);
 * ``openai`` - :class:`OpenAIEmbedder`, any OpenAI-compatible ``/embeddings`` endpoint.
@@ -14,8 +15,8 @@ A third party adds one with :func:`register_embedder`::
     register_embedder("mine", lambda settings: MyEmbedder(...))
     get_embedder("mine", settings)
 
-Importing this package imports neither torch nor httpx; they load when a local or
-OpenAI embedder is built.
+Importing this package imports neither torch, onnxruntime nor httpx: a local
+embedder loads its model at its first embedding, an OpenAI one httpx when built.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from memchentic.errors import EmbedderError, ValidationError
 
 from .base import Embedder, normalise_rows
 from .hashing import HashEmbedder
-from .local import DEFAULT_LOCAL_MODEL, LocalEmbedder, local_available
+from .local import DEFAULT_LOCAL_MODEL, INT8_SUFFIX, LocalEmbedder, local_available
 from .openai import OpenAIEmbedder
 from .static import STATIC_MODEL, StaticEmbedder, static_available
 
@@ -55,7 +56,7 @@ __all__ = [
 #: Builds an embedder from the settings.
 EmbedderFactory = Callable[["Settings"], Embedder]
 
-#: Name -> factory; ``hash``, ``local`` and ``openai`` are registered below.
+#: Name -> factory; the built-in embedders are registered below.
 EMBEDDERS: dict[str, EmbedderFactory] = {}
 
 
@@ -78,7 +79,19 @@ def _hash_factory(settings: Settings) -> Embedder:
 
 
 def _local_factory(settings: Settings) -> Embedder:
-    return LocalEmbedder(threads=settings.local_embedder_threads or None)
+    return LocalEmbedder(
+        threads=settings.local_embedder_threads or None,
+        runtime=settings.local_embedder_runtime,
+        cache_dir=settings.embedder_cache_dir,
+    )
+
+
+def _local_int8_factory(settings: Settings) -> Embedder:
+    return LocalEmbedder(
+        threads=settings.local_embedder_threads or None,
+        int8=True,
+        cache_dir=settings.embedder_cache_dir,
+    )
 
 
 def _static_factory(settings: Settings) -> Embedder:
@@ -97,6 +110,7 @@ def _openai_factory(settings: Settings) -> Embedder:
 register_embedder("hash", _hash_factory)
 register_embedder("local", _local_factory)
 register_embedder("minilm", _local_factory)
+register_embedder("local-int8", _local_int8_factory)
 register_embedder("openai", _openai_factory)
 register_embedder("static", _static_factory)
 
@@ -106,6 +120,7 @@ register_embedder("static", _static_factory)
 RECORDED_MODELS: dict[str, str] = {
     HashEmbedder.model: "hash",
     DEFAULT_LOCAL_MODEL: "local",
+    DEFAULT_LOCAL_MODEL + INT8_SUFFIX: "local-int8",
     STATIC_MODEL: "static",
 }
 

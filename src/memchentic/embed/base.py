@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -68,3 +70,17 @@ class LoadOnce(Generic[V]):
                 value = load()
                 self._values[key] = value
             return value
+
+    def discard(self, key: Hashable) -> None:
+        """Forget the value of ``key`` (the next :meth:`get` loads it again)."""
+        with self._lock:
+            self._values.pop(key, None)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._values
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/memchentic`` (``~/.cache/memchentic`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "memchentic"

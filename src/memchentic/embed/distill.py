@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,11 @@ def source_digest(source: Path) -> str:
     return digest.hexdigest()
 
 
-def _token_states(source: Path) -> tuple[np.ndarray, dict[str, int], Any]:
-    """The transformer's mean output for every vocabulary token, and the vocabulary."""
+def _token_states(
+    source: Path, progress: Callable[[int, int], None] | None = None
+) -> tuple[np.ndarray, dict[str, int], Any]:
+    """The transformer's mean output for every vocabulary token, and the vocabulary;
+    ``progress(done, total)`` after each batch of tokens."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
@@ -73,7 +77,7 @@ def _token_states(source: Path) -> tuple[np.ndarray, dict[str, int], Any]:
             "building the static embedder needs torch and transformers: "
             "pip install 'memchentic[local]'"
         ) from exc
-    from .local import quiet_loading
+    from .notice import quiet_loading
 
     with quiet_loading():
         tokenizer = AutoTokenizer.from_pretrained(str(source))
@@ -99,6 +103,8 @@ def _token_states(source: Path) -> tuple[np.ndarray, dict[str, int], Any]:
                 token_type_ids=torch.zeros_like(batch),
             ).last_hidden_state
             parts.append(out.mean(dim=1).float().numpy())
+            if progress is not None:
+                progress(min(start + _BATCH, size), size)
     return np.concatenate(parts).astype(np.float64), vocab, tokenizer
 
 
@@ -122,14 +128,15 @@ def _sif_weights(size: int, sif: float) -> np.ndarray:
 
 def build_static_model(
     source: str | os.PathLike[str], target: str | os.PathLike[str], *,
-    dims: int = 256, sif: float = 1e-4,
+    dims: int = 256, sif: float = 1e-4, progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Distill the sentence-transformers model at ``source`` into ``target``.
 
     ``target`` receives ``vectors.npy`` (float32, one row per token id),
     ``tokenizer.json`` (the source's, without truncation or padding) and
     ``static.json`` (how it was built). The folder appears whole or not at all:
-    it is built beside ``target`` and renamed into place.
+    it is built beside ``target`` and renamed into place. ``progress(done, total)``
+    is called as the vocabulary's tokens go through the transformer.
     """
     if isinstance(dims, bool) or not isinstance(dims, int) or dims < 8:
         raise ValidationError("dims", "must be an integer of at least 8")
@@ -138,7 +145,7 @@ def build_static_model(
     source_path, target_path = Path(source), Path(target)
     if not (source_path / "tokenizer.json").is_file():
         raise EmbedderError(f"{source_path} has no tokenizer.json (a fast WordPiece tokenizer)")
-    states, vocab, tokenizer = _token_states(source_path)
+    states, vocab, tokenizer = _token_states(source_path, progress)
     dims = min(dims, states.shape[1])
     vectors = _pca(states, dims) * _sif_weights(len(states), sif)[:, None]
     special = {tokenizer.unk_token_id, tokenizer.pad_token_id, tokenizer.cls_token_id,

@@ -30,8 +30,9 @@ import numpy as np
 from memchentic.errors import EmbedderError, ValidationError
 from memchentic.file_lock import file_lock
 
-from .base import Embedder, LoadOnce
+from .base import Embedder, LoadOnce, default_cache_dir
 from .distill import DISTILL_VERSION, build_static_model, file_digest
+from .notice import progress
 
 __all__ = ["STATIC_MODEL", "StaticEmbedder", "default_cache_dir", "static_available"]
 
@@ -53,12 +54,6 @@ def static_available() -> bool:
         )
     except (ImportError, ValueError):
         return False
-
-
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/memchentic`` (``~/.cache/memchentic`` when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "memchentic"
 
 
 @functools.cache
@@ -93,8 +88,9 @@ def _default_table(cache: Path, *, damaged: bool = False) -> Path:
             os.replace(folder, aside)  # whole, as the build puts it in place
             shutil.rmtree(aside, ignore_errors=True)
         if not (folder / "vectors.npy").is_file():  # another process may have built it
-            log.info("building the static embedder's table in %s (once, under a minute)", folder)
-            build_static_model(source, folder)
+            label = f"building the static embedder's table in {folder} (once, a minute or two)"
+            with progress(label) as report:
+                build_static_model(source, folder, progress=report)
     return folder
 
 
