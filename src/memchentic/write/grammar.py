@@ -25,7 +25,7 @@ from functools import lru_cache
 from .relations import FILLERS
 from .words import tokens
 
-__all__ = ["clauses", "discourse_core", "is_english", "is_question"]
+__all__ = ["clauses", "discourse_core", "ended_state", "is_english", "is_question"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -225,3 +225,20 @@ def clauses(text: str) -> tuple[str, ...]:
     parts = [p.strip() for p in _CLAUSE_BREAK.split(text)]
     parts = [p for p in parts if len(_WORD.findall(p)) >= 3]
     return tuple(parts) if len(parts) > 1 else ()
+
+
+#: A state that held until some time ("owned a caravan until the spring", "played in a
+#: band till last year"): a past verb, then "until" and when.
+_UNTIL = re.compile(
+    r"\b(?:\w+ed|had|was|were|went|kept|held|ran|drove|ate|wore|took)\b[^.;,]*?"
+    r"(\s+(?:up\s+)?(?:until|till)\s+[^.;,]*)",
+    re.IGNORECASE,
+)
+
+
+def ended_state(text: str) -> str | None:
+    """``text`` without its "until <when>" when it tells of a state that has ended."""
+    found = _UNTIL.search(text)
+    if found is None:
+        return None
+    return (text[: found.start(1)] + text[found.end(1) :]).strip()

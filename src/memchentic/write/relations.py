@@ -88,7 +88,9 @@ STOP_CUES = (
     "switched away from", "turned off", "disabled", "phased out", "got rid of",
     "unsubscribed", "closed", "came off", "is off", "are off", "went off", "left",
     "broke up", "paid off", "retired from", "downgraded from", "opted out", "sold",
-    "gave away", "given away", "traded in", "threw out", "thrown out",
+    "gave away", "given away", "traded in", "threw out", "thrown out", "am off", "been off",
+    "taken off", "ended", "expired", "repaid", "decommissioned", "passed away", "died",
+    "stepped down", "cashed out", "shut down", "used to", "lapsed", "lapse",
 )  # fmt: skip
 #: Plain negation words (a contraction "n't" is one too).
 NEGATION_WORDS = ("not", "never", "no", "none", "nobody", "nothing", "neither", "nor",

@@ -43,7 +43,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from .align import orders, pair_words
-from .grammar import clauses, discourse_core, is_english, is_question
+from .grammar import clauses, discourse_core, ended_state, is_english, is_question
 from .key_value import key_value, slug
 from .polarity import cue_spans, negation_cues
 from .relations import (
@@ -60,6 +60,7 @@ from .words import (
     WEEKDAYS,
     Token,
     embedding_text,
+    expand_bare,
     marker_added,
     memory_embedding_text,
     normalise,
@@ -183,6 +184,9 @@ class _Summary:
 def _summary(text: str) -> _Summary:
     plain = normalise(text)
     core, hedged = discourse_core(plain)
+    core = expand_bare(core)  # "dont", "i'm off": the cues read the long form
+    stopped = ended_state(core)
+    core = stopped or core
     toks = tokens(core)
     return _Summary(
         core,
@@ -191,7 +195,7 @@ def _summary(text: str) -> _Summary:
         tuple(t.key for t in toks if t.key not in _EMPHASIS),
         frozenset(t.key for t in toks if t.value and not t.negation),
         frozenset(t.key for t in toks if not t.value and not t.function) - _EMPHASIS,
-        negation_cues(core) % 2 == 1,
+        (negation_cues(core) + (stopped is not None)) % 2 == 1,
         hedged,
         is_question(plain),
         is_english(plain),

@@ -40,6 +40,14 @@ _BARE_CONTRACTIONS = re.compile(
 _BARE_LONG = {"ca": "can", "wo": "will"}
 
 
+def expand_bare(text: str) -> str:
+    """``text`` with contractions typed without their apostrophe ("dont", "im") and
+    those beyond "n't" ("I'm", "they've") written out."""
+    if _BARE_CONTRACTIONS.search(text):
+        text = _BARE_CONTRACTIONS.sub(_bare, text)
+    return expand_contractions(text)
+
+
 def _bare(found: re.Match[str]) -> str:
     verb, can, will, i_am, have, are = found.groups()
     if verb or can or will:
