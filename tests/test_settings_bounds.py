@@ -138,3 +138,18 @@ def test_serve_refuses_a_bad_setting_before_it_starts(
     assert result.exit_code != 0 and started == []
     said = " ".join(result.output.split())
     assert "MEMORY_DEFAULT_TTL_DAYS" in said and "365000" in said, said
+
+
+@pytest.mark.parametrize("value", [1e7, math.inf, math.nan])
+def test_settings_copied_without_checks_still_fail_cleanly_at_write_time(
+    value: float, tmp_path: Path
+) -> None:
+    """``model_copy(update=...)`` checks nothing: a write that takes the default then
+    says which setting is out of its bounds (no raw ``OverflowError``), and stores nothing."""
+    unchecked = Settings().model_copy(update={"memory_default_ttl_days": value})
+    with Memory(tmp_path / "m.db", embedder="hash", settings=unchecked) as mem:
+        with pytest.raises(ValidationError) as err:
+            mem.add("Wendeline keeps the ledger in the attic")
+        assert err.value.field == "MEMORY_DEFAULT_TTL_DAYS" and "365000" in err.value.rule
+        assert mem.add("Wendeline keeps the ledger", ttl_days=3).status == "added"
+        assert len(mem.list()) == 1

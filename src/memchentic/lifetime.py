@@ -8,7 +8,7 @@ from datetime import datetime
 
 from .clock import age_days, days
 from .errors import ValidationError
-from .settings import Settings
+from .settings import Settings, bounds_rule
 
 
 def initial_expiry(
@@ -44,7 +44,13 @@ def initial_expiry(
         except OverflowError as exc:
             raise ValidationError("ttl_days", "ends after the year 9999") from exc
     default = settings.record_default_ttl_days if speech else settings.memory_default_ttl_days
-    return None if default == 0 else now + days(default)
+    if default == 0:
+        return None
+    try:  # bounded when the settings are read; model_copy(update=...) checks nothing
+        return now + days(default)
+    except (OverflowError, ValueError) as exc:
+        name = "RECORD_DEFAULT_TTL_DAYS" if speech else "MEMORY_DEFAULT_TTL_DAYS"
+        raise ValidationError(name, f"must be {bounds_rule(name.lower())}") from exc
 
 
 def renewed_expiry(
