@@ -4,6 +4,7 @@ shown one of its session is left out; budgets still hold."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,8 +16,12 @@ from memchentic import Embedder, HashEmbedder, Memory, Settings
 from memchentic.context import ContextItem, get_counter
 from memchentic.context.excerpts import (
     ELLIPSIS,
+    EXCERPT_QUERY_WORDS,
+    EXCERPT_WORK,
+    ExcerptBudget,
     best_window,
     excerpt_text,
+    informative,
     near_duplicates,
     sentences,
     windows,
@@ -207,3 +212,77 @@ def test_a_large_budget_searches_enough_hits_to_fill_it(make_mem: Callable[..., 
     for n in range(12):
         log(off, f"user: note {n} about the garden and its roses", session=f"s{n}")
     assert len(off.context("garden roses", user_id="u", budget_tokens=600).memory_ids) == 5
+
+
+# --- bounded work (a context call's excerpts cannot hold a worker) ---------------------------
+def _random_words(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 9)))
+            for _ in range(n)]  # fmt: skip
+
+
+def _random_text(words: Sequence[str], seed: int, size: int) -> str:
+    rng = random.Random(seed)
+    out: list[str] = []
+    while sum(len(s) + 1 for s in out) < size:
+        out.append(" ".join(rng.choice(words) for _ in range(rng.randint(5, 14))) + ".")
+    return " ".join(out)[:size]
+
+
+def test_a_long_query_is_weighed_by_its_most_informative_words() -> None:
+    q = replace(query_cues("alpha beta gamma delta alpha"),
+                weights={"alpha": 1.0, "beta": 3.0, "gamma": 2.0, "delta": 3.0})  # fmt: skip
+    kept = informative(q, 2)
+    assert kept.terms == ("beta", "delta") and set(kept.weights) == {"beta", "delta"}
+    assert informative(q, 4) is q  # no more words than the limit: the same cues
+
+
+def test_a_spent_budget_shows_the_start_and_the_best_read_so_far() -> None:
+    text = long_text(needle_at=15)
+    q = cues_for("Where does Ana the glassblower work?", [text])
+    spent = best_window(text, q, 300, ExcerptBudget(0))
+    assert spent.start == 0 and spent.score == 0.0 and spent.end <= 300
+    whole = ExcerptBudget()
+    assert NEEDLE in text[slice(*windows(text, 300)[15])]
+    found = best_window(text, q, 300, whole)
+    assert NEEDLE in text[found.start : found.end] and 0 < whole.spent < EXCERPT_WORK
+    cut = best_window(text, q, 300, ExcerptBudget(whole.spent // 3))  # never reaches it
+    assert NEEDLE not in text[cut.start : cut.end]
+
+
+@pytest.mark.backends("sqlite")
+def test_one_context_call_reads_a_bounded_number_of_words(
+    make_mem: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: long memories of many sentences and a query of 8 KB of their words.
+    Unbounded, every window of every hit was weighed against every query word (40 hits
+    of 64 KB: 11-16 s). Counted: the words the excerpts tokenise, and the window words
+    times query words they compare; each at most EXCERPT_WORK for the whole call."""
+    import memchentic.context.excerpts as excerpts
+
+    words = _random_words(1, 3000)
+    mem = make_mem(settings=Settings(max_content_bytes=64 * 1024))
+    for n in range(4):
+        log(mem, _random_text(words, n, 60_000), session=f"s{n}")
+    query = " ".join(_random_words(1, 3000)[:1500])[:8000]
+    read, compared, weighed = [0], [0], [0]
+    real_doc_text, real_score = excerpts.doc_text, excerpts.passage_score
+
+    def counted_doc_text(text: str, speaker: str | None = None) -> Any:
+        doc = real_doc_text(text, speaker)
+        read[0] += len(doc.terms)
+        return doc
+
+    def counted_score(doc: Any, q: Any) -> float:
+        compared[0] += len(doc.terms) * len(set(q.terms))
+        weighed[0] = max(weighed[0], len(set(q.terms)))
+        return real_score(doc, q)
+
+    monkeypatch.setattr(excerpts, "doc_text", counted_doc_text)
+    monkeypatch.setattr(excerpts, "passage_score", counted_score)
+    ctx = mem.context(query, user_id="u", budget_tokens=2000)
+    assert any(i.excerpt for i in ctx.items)  # the hits were offered as excerpts
+    assert read[0] <= EXCERPT_WORK
+    assert weighed[0] <= EXCERPT_QUERY_WORDS
+    # each comparison of a window's word with a query word is paid from the budget
+    assert compared[0] <= EXCERPT_WORK * EXCERPT_QUERY_WORDS

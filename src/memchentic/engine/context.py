@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING
 from .. import tracing
 from .. import validation as check
 from ..clock import as_utc
-from ..context.excerpts import best_window, excerpt_text, near_duplicates
+from ..context.excerpts import (
+    ExcerptBudget,
+    best_window,
+    excerpt_text,
+    informative,
+    near_duplicates,
+)
 from ..context.model import Context, ContextItem, Section, one_line, render_sections
 from ..context.sections import (
     GOAL_TYPES,
@@ -325,6 +331,7 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
     long = s.context_excerpt_over_chars
     cut = req.budget_tokens is not None and 0 < long < max((len(h.text) for h in hits), default=0)
     cues = _cues(req.query, hits) if cut else None
+    budget = ExcerptBudget()  # the excerpts' work, for the whole call (best hits first)
     stated = {h.memory.id: stated_at(h.memory) for h in hits}
     for hit in hits:
         record = hit.memory
@@ -334,7 +341,7 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
             current = next(iter(hit.thread.get("others") or ()), None)
             item = replace(item, earlier=_day(stated.get(current)) or "")
         if cues is not None and len(hit.text) > long:
-            window = best_window(hit.text, cues, s.context_excerpt_chars)
+            window = best_window(hit.text, cues, s.context_excerpt_chars, budget)
             said = speaker_of(record.content, record.metadata)
             got.whole[record.id] = item
             item = replace(item, text=excerpt_text(hit.text, window, record.id, said),
@@ -373,10 +380,11 @@ def _search_limit(s: Settings, budget: int | None) -> int:
 
 
 def _cues(query: str, hits: Sequence[SearchHit]) -> QueryCues:
-    """The query's words, each weighing its IDF among the hits (what tells them apart)."""
+    """The query's words, each weighing its IDF among the hits (what tells them apart);
+    the :func:`~memchentic.context.excerpts.informative` ones only."""
     cues = query_cues(query)
     docs = [doc_text(h.text) for h in hits]
-    return replace(cues, weights=local_idf(cues.terms, docs))
+    return informative(replace(cues, weights=local_idf(cues.terms, docs)))
 
 
 def _in_scope(record: MemoryRecord, flt: MemoryFilter, now: datetime) -> bool:
