@@ -42,7 +42,8 @@ def test_learn_context_pin_and_sessions(tmp_path: Path):
     ]  # fmt: skip
     assert "instruction: Never use emojis" in run(db, "learn", "-", "--user", "sam",
                                                   stdin="Never use emojis.")  # fmt: skip
-    assert "nothing to learn" in run(db, "learn", "-", stdin="What time is it?")
+    unread = run(db, "learn", "-", stdin="What time is it?")
+    assert "What time is it?  (kept as written: no-fact)" in unread, unread
 
     turn = jrun(db, "session", "turn", "user", "Planning a trip", "--user", "sam",
                 "--session", "trip")  # fmt: skip

@@ -46,7 +46,8 @@ RULE_CASES = [
     ("I'm vegan", [("Is vegan", "preference", "profile.diet")]),
     ("Remember that my sister Ana lives in Porto.", [("Their sister Ana lives in Porto", "fact",
                                                       None)]),
-    # not self-statements: nothing
+    # not self-statements: no memory of the rules (the message is kept as written:
+    # tests/test_learn_unread.py)
     ("Can you call me if anything changes?", []),
     ("I'd like to book a table", []),
     ("I like that idea", []),
@@ -56,8 +57,10 @@ RULE_CASES = [
 
 @pytest.mark.parametrize(("text", "expected"), RULE_CASES)
 def test_rule_extractor(text: str, expected: list[tuple[str, str, str | None]]):
-    found = RuleExtractor().extract(to_messages(text))
+    found = RuleExtractor(keep_unread=False).extract(to_messages(text))
     assert [(e.content, e.type, e.slot_key) for e in found] == expected
+    kept = [e for e in RuleExtractor().extract(to_messages(text)) if e.metadata]
+    assert [e.content for e in kept] == ([] if expected else [text])
 
 
 def test_rules_read_only_the_users_messages():
@@ -85,7 +88,8 @@ def test_learn_uses_the_normal_write_path(mem: Memory):
     dup = mem.learn("I prefer window seats.", user_id="sam")
     assert dup[0].status == "refused" and dup[0].id == prefs[0].id  # near duplicate
     assert mem.get(prefs[0].id).session_id == "s1"
-    assert mem.learn("What's the weather like?", user_id="sam") == []
+    unread = mem.learn("What's the weather like?", user_id="sam")  # kept as written
+    assert mem.get(unread[0].id).metadata["extraction"] == "none"
 
 
 def test_learn_refuses_secrets_like_any_write(mem: Memory):

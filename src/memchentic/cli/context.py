@@ -106,7 +106,9 @@ def learn(
 ) -> None:
     """Extract memories from a conversation and remember them.
 
-    Uses a chat model when CHAT_BASE_URL is set, else the rule-based extractor.
+    Uses a chat model when CHAT_BASE_URL is set, else the rule-based extractor,
+    which keeps a message it cannot read (another language, or no statement it
+    knows) as written, marked "kept as written".
 
     Example: echo "I live in Lisbon. Never use emojis." | memchentic learn - --user sam
     """
@@ -125,6 +127,8 @@ def learn(
         line = write_line(result)
         if result.memory is not None:
             line.append(f"  {result.memory.type}: {result.memory.content}", style="dim")
+            if result.memory.metadata.get("extraction") == "none":  # learn/rules.py: unread
+                line.append(f"  (kept as written: {result.memory.metadata.get('reason')})")
         console.print(line)
 
 

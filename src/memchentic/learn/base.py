@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ValidationError
@@ -27,6 +27,8 @@ class Extracted:
     slot_key: str | None = None
     kind: str = "entry"
     importance: float = 0.5
+    #: Metadata of this memory (beside ``source`` and ``extractor``, which win).
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def to_options(self, extractor: str) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -34,7 +36,7 @@ class Extracted:
             "type": self.type,
             "kind": self.kind,
             "importance": self.importance,
-            "metadata": {"source": "learn", "extractor": extractor},
+            "metadata": {**self.metadata, "source": "learn", "extractor": extractor},
         }
         if self.slot_key:
             options["slot_key"] = self.slot_key

@@ -20,6 +20,7 @@ clause                                      type              slot key
 "I'm vegetarian" (vegan, ...)               preference        profile.diet
 "my favo(u)rite K is X"                     preference        profile.favorite.<k>
 "I like / love / hate / don't like X"       preference        opinion:<x>
+"I'm (not) a (big) fan of X"                preference        opinion:<x>
 "I prefer X"                                preference        (none)
 "I never / always X"                        preference        (none)
 "my goal is to X", "I'm trying to X"        goal              (none)
@@ -27,7 +28,12 @@ clause                                      type              slot key
 ==========================================  ================  ===========================
 
 The rules are deliberately narrow: a missed statement costs less than a wrong
-memory. Configure a chat model (``CHAT_BASE_URL``) for open-ended extraction.
+memory. But nothing said is dropped in silence: a user's message from which no
+rule takes a memory (another language than English, or no statement the rules
+know) is kept as written, as mem0's ``add(..., infer=False)`` keeps a message, a
+record of what was said with ``metadata = {"role": "user", "extraction": "none",
+"reason": "language" | "no-fact"}`` (:data:`UNREAD_LANGUAGE`, :data:`UNREAD_NO_FACT`).
+Configure a chat model (``CHAT_BASE_URL``) for open-ended extraction.
 """
 
 from __future__ import annotations
@@ -36,7 +42,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..record import DEFAULT_TYPE
+from ..text import STOPWORDS
 from .base import Extracted, Message
+
+#: Why a message was kept as written: not English (the rules read English only),
+#: or English in which no rule found a statement.
+UNREAD_LANGUAGE = "language"
+UNREAD_NO_FACT = "no-fact"
 
 _CLAUSES = re.compile(
     r"[.!?;\n]+\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|i've|my|call|never|always|please)\b)"
@@ -182,6 +195,16 @@ def _opinion(m: re.Match[str]) -> Extracted | None:
     return Extracted(f"{said} {value}", "preference", f"opinion:{_key(value)}", "entry", 0.6)
 
 
+def _fan(m: re.Match[str]) -> Extracted | None:
+    value = _swap_pronouns(_value(m.group("v")))
+    if not value or _NOT_AN_OPINION.match(value):
+        return None
+    said = "Is not" if m.group("not") else "Is"
+    degree = f"{m.group('degree').lower()} " if m.group("degree") else ""
+    return Extracted(f"{said} a {degree}fan of {value}", "preference",
+                     f"opinion:{_key(value)}", "entry", 0.6)  # fmt: skip
+
+
 def _habit(m: re.Match[str]) -> Extracted | None:
     words = _swap_pronouns(_value(m.group("v"), cut=False)).split()
     if not words:
@@ -233,6 +256,8 @@ RULES: tuple[Rule, ...] = (
     Rule("opinion", _rx(r"\bi\s+(?:really\s+|absolutely\s+|just\s+)?(?P<verb>like|love|enjoy|"
                         r"hate|dislike|don't\s+like|do\s+not\s+like)\s+(?P<v>.+)"),
          _opinion),
+    Rule("fan", _rx(_I_AM + r"(?P<not>not\s+)?(?:really\s+)?(?:a\s+)?(?P<degree>big|huge|great|"
+                    r"massive)?\s*fan\s+of\s+(?P<v>.+)"), _fan),
     Rule("habit", _rx(r"\bi\s+(?P<w>never|always)\s+(?P<v>.+)"), _habit),
     Rule("remember", _rx(r"^(?:please\s+)?remember\s+(?:that\s+)?(?P<v>.+)"),
          _simple("{v}", "fact", None, 0.7)),
@@ -241,12 +266,16 @@ RULES: tuple[Rule, ...] = (
 
 
 class RuleExtractor:
-    """Self-statements of the user's messages, by :data:`RULES` (no model)."""
+    """Self-statements of the user's messages, by :data:`RULES` (no model); a user's
+    message none of them reads is kept as written (:func:`unread`), unless
+    ``keep_unread`` is False."""
 
     name = "rules"
 
-    def __init__(self, rules: tuple[Rule, ...] = RULES) -> None:
+    def __init__(self, rules: tuple[Rule, ...] = RULES, *, keep_unread: bool = True) -> None:
         self.rules = rules
+        #: Keep a user's message that no rule reads, as written (else: nothing of it).
+        self.keep_unread = keep_unread
 
     def extract(self, messages: list[Message]) -> list[Extracted]:
         found: list[Extracted] = []
@@ -255,11 +284,19 @@ class RuleExtractor:
             if message.role != "user":
                 continue
             text = message.content.replace("\u2019", "'")  # typographic apostrophes
+            read = False
             for clause in _CLAUSES.split(text):
                 item = self.extract_clause(clause.strip())
-                if item is not None and (item.content, item.slot_key) not in seen:
+                if item is None:
+                    continue
+                read = True
+                if (item.content, item.slot_key) not in seen:
                     seen.add((item.content, item.slot_key))
                     found.append(item)
+            kept = None if read or not self.keep_unread else unread(message.content)
+            if kept is not None and (kept.content, None) not in seen:
+                seen.add((kept.content, None))
+                found.append(kept)
         return found
 
     def extract_clause(self, clause: str) -> Extracted | None:
@@ -281,3 +318,61 @@ def _capitalised(item: Extracted) -> Extracted:
         return Extracted(text[0].upper() + text[1:], item.type, item.slot_key, item.kind,
                          item.importance)  # fmt: skip
     return item
+
+
+#: Letters of the Latin script (Basic Latin to Latin Extended-B): English is written
+#: in them, Chinese, Russian or Arabic are not.
+_LATIN_END = 0x250
+#: A Latin-script message of this many words or more, with fewer English stopwords
+#: than this share of them, is taken to be in another language (German, Spanish...).
+_MIN_WORDS_TO_JUDGE = 3
+_ENGLISH_STOPWORD_SHARE = 0.2
+#: A word: letters, with an apostrophe or a hyphen inside ("j'habite", "GitHub-Token").
+_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
+_EDGE_PUNCTUATION = "\"'`.,!?:;()[]{}<>«»„“”¿¡…"
+#: Everyday words of German, Spanish, French, Italian, Portuguese and Dutch (English
+#: stopwords left out): a message with more of them than of English stopwords is not
+#: English.
+# fmt: off
+_FOREIGN_WORDS = frozenset(" ".join((
+    "ich bin und der die das nicht ist mein meine ein eine mit für auf zu wohne heiße wir",
+    "den dem von im ja nein auch aber sehr gern habe",
+    "yo soy el la los las que de mi mis es en un una con por para llamo vivo pero muy del",
+    "al estoy tengo gusta",
+    "je suis le les et mon ma mes est une des du avec pour pas ne qui moi habite appelle",
+    "j'habite m'appelle j'ai aime très",
+    "io sono il lo gli di che mio mia non per chiamo ho piace",
+    "eu sou os não em um uma meu minha moro chamo tenho gosto",
+    "ik ben het een en niet mijn van met voor woon heet",
+)).split()) - STOPWORDS
+# fmt: on
+
+
+def unread_reason(text: str) -> str:
+    """Why the rules read nothing in ``text``: :data:`UNREAD_LANGUAGE` when it is not
+    English (mostly letters of another script, or Latin-script words with few
+    English stopwords among them), else :data:`UNREAD_NO_FACT`."""
+    letters = [c for c in text if c.isalpha()]
+    if letters and sum(ord(c) < _LATIN_END for c in letters) * 2 < len(letters):
+        return UNREAD_LANGUAGE
+    # whole words only: the letters inside a token or a number are no language's words
+    tokens = (t.strip(_EDGE_PUNCTUATION) for t in text.replace("\u2019", "'").split())
+    words = [t.lower() for t in tokens if _WORD.fullmatch(t)]
+    english = sum(w in STOPWORDS or w.split("'")[0] in STOPWORDS for w in words)
+    if sum(w in _FOREIGN_WORDS for w in words) > english:
+        return UNREAD_LANGUAGE
+    if len(words) >= _MIN_WORDS_TO_JUDGE and english < _ENGLISH_STOPWORD_SHARE * len(words):
+        return UNREAD_LANGUAGE
+    return UNREAD_NO_FACT
+
+
+def unread(text: str) -> Extracted | None:
+    """A user's message the rules read nothing in, kept as written: a record of what
+    was said (``role`` in its metadata: a secret in it is redacted, not refused, and
+    it lives ``RECORD_DEFAULT_TTL_DAYS``), with ``extraction: none`` and the reason.
+    None for a message with no word or number in it."""
+    content = text.strip()
+    if not any(c.isalnum() for c in content):
+        return None
+    metadata = {"role": "user", "extraction": "none", "reason": unread_reason(content)}
+    return Extracted(content, DEFAULT_TYPE, None, "entry", 0.5, metadata)
