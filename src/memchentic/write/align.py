@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from . import word_vectors
+from .relations import CONTRASTS
 from .words import Token
 
 __all__ = ["orders", "pair_words", "typo"]
@@ -113,8 +114,17 @@ def pair_words(added: set[str], removed: set[str], surface: Mapping[str, str],
 
 
 def _contrast(a: str, b: str) -> bool:
-    """Two compounds of one head with other first parts ("upstairs" / "downstairs",
-    "inbound" / "outbound"): close in vectors, opposite in meaning."""
+    """Two words that contrast though close in vectors: one group of
+    :data:`~memchentic.write.relations.CONTRASTS`, two comparatives ("bigger" /
+    "smaller"), a word and its negative form ("happy" / "unhappy"), or compounds of one
+    head with other first parts ("upstairs" / "downstairs", "inbound" / "outbound")."""
+    if any(a in group and b in group for group in CONTRASTS):
+        return True
+    if a.endswith(("er", "est")) and b.endswith(("er", "est")) and len(a) > 4 and len(b) > 4:
+        return True
+    for prefix in ("un", "in", "im", "dis", "non", "ir", "il"):
+        if a == prefix + b or b == prefix + a:
+            return True
     n = 0
     while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
         n += 1

@@ -167,6 +167,29 @@ DISLIKING = _words("""hate hates hated dislike dislikes disliked detest detests 
     despise despises""")
 
 
+#: Words of one kind that contrast rather than repeat: close in word vectors, never
+#: synonyms ("older" / "younger", "left" / "right"): a pair within one group is no
+#: synonym (:mod:`memchentic.write.align`). Comparatives, "un-"/"in-"/"dis-" forms and
+#: compounds of one head ("upstairs" / "downstairs") are found by their form.
+CONTRASTS = (
+    _words("north south east west northern southern eastern western"),
+    _words("left right up down upper lower front back top bottom inner outer inside outside"),
+    _words("""brother sister mother father mum mom dad son daughter husband wife aunt uncle
+        niece nephew boy girl man woman male female grandmother grandfather grandma grandpa
+        boyfriend girlfriend"""),
+    _words("old older oldest young younger youngest new newer newest"),
+    _words("""fast slow quick quiet noisy loud hot cold warm cool cheap expensive early late
+        easy hard difficult happy sad good bad better worse best worst light dark heavy big
+        small large little long short tall high low full empty open closed rich poor strong
+        weak wet dry clean dirty safe dangerous near far first last before after more less
+        many few same different true false right wrong alive dead day night morning evening
+        summer winter spring autumn"""),
+    _words("black white red blue green yellow orange purple pink brown grey gray silver gold"),
+    _words("cat dog rabbit horse bird fish hamster"),
+    _words("tea coffee beer wine water milk juice"),
+)
+
+
 def strip_fillers(text: str) -> str:
     """``text`` without the discourse openers it begins with ("Basically, ...")."""
     while True:

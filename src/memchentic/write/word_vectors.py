@@ -33,7 +33,10 @@ __all__ = ["SYNONYM_BAR", "similarity", "source"]
 #: table, synonyms measured 0.60-0.94 ("near/close" 0.60, "kids/children" 0.94) and
 #: words of one kind with other meanings 0.24-0.51 ("tea/coffee" 0.40,
 #: "approved/rejected" 0.51); input token rows are noisier ("tea/coffee" 0.45).
-SYNONYM_BAR = {"static": 0.58, "tokens": 0.64}
+#: Antonyms and words of one kind score as high as synonyms ("older/younger" 0.73,
+#: "fast/slow" 0.79): :mod:`.align` rules those out by their form and by
+#: :data:`~memchentic.write.relations.CONTRASTS` before a score is read.
+SYNONYM_BAR = {"static": 0.58, "tokens": 0.66}
 
 _lock = threading.Lock()
 _loaded: dict[str, tuple[str, np.ndarray | None, Any]] = {}
