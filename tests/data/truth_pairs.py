@@ -191,8 +191,9 @@ def parse_row(row: Any, where: str = "<row>") -> TruthPair:
     if category == "record" and not is_record_options(new_options):
         _bad(where, "new_options", "a record marker (metadata.role, type episodic or "
              "on_duplicate keep) for a record pair")  # fmt: skip
-    if category != "record" and (is_record_options(old_options) or is_record_options(new_options)):
-        _bad(where, "new_options", "free of record markers outside the record category")
+    for key, options in (("old_options", old_options), ("new_options", new_options)):
+        if category != "record" and is_record_options(options):
+            _bad(where, key, "free of record markers outside the record category")
     question = now = before = None
     if any(k in row for k in _QUESTION):
         question, now, before = (_text(row, k, where) for k in _QUESTION)
