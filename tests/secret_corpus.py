@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import string
+import unicodedata
 
 _rng = random.Random(20)
 ALNUM = string.ascii_letters + string.digits
@@ -216,3 +217,66 @@ NON_SECRETS: list[str] = [
     "password_reset_url=https://acme.io/reset",
     "The secret: always preheat the oven.",
 ]
+
+
+# --- evasions: the same secrets, obfuscated with Unicode -----------------------------------
+#: Characters that show nothing: zero-width space, non-joiner and joiner, word joiner,
+#: BOM, soft hyphen, combining grapheme joiner, a variation selector, the Mongolian
+#: vowel separator, a tag character and the Hangul filler.
+INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u034f", "\ufe0f",
+             "\u180e", "\U000e0041", "\u3164")  # fmt: skip
+#: Combining marks (acute, diaeresis, cedilla, macron below, enclosing circle).
+MARKS = ("\u0301", "\u0308", "\u0327", "\u0331", "\u20dd")
+#: Letters of other scripts that look like Latin ones (Cyrillic, Greek, Armenian).
+LOOKALIKES = {
+    "a": "\u0430", "c": "\u0441", "e": "\u0435", "h": "\u04bb", "i": "\u0456", "j": "\u0458",
+    "k": "\u03ba", "l": "\u04cf", "o": "\u03bf", "p": "\u0440", "q": "\u051b", "s": "\u0455",
+    "u": "\u057d", "v": "\u03bd", "w": "\u051d", "x": "\u0445", "y": "\u0443", "A": "\u0391",
+    "B": "\u0392", "C": "\u0421", "E": "\u0415", "H": "\u041d", "I": "\u0406", "J": "\u0408",
+    "K": "\u039a", "M": "\u041c", "N": "\u039d", "O": "\u041e", "P": "\u0420", "S": "\u0405",
+    "T": "\u0422", "X": "\u0425", "Y": "\u03a5", "Z": "\u0396", "-": "\u2010", "_": "\uff3f",
+}  # fmt: skip
+
+
+def _accented(char: str) -> str:
+    """``char`` as one precomposed accented letter (``g`` -> ``ǵ``), or itself."""
+    for mark in MARKS[:3]:
+        composed = unicodedata.normalize("NFC", char + mark)
+        if len(composed) == 1:
+            return composed
+    return char
+
+
+def _math_bold(char: str) -> str:
+    if char.isascii() and char.isupper():
+        return chr(0x1D400 + ord(char) - ord("A"))
+    if char.isascii() and char.islower():
+        return chr(0x1D41A + ord(char) - ord("a"))
+    if char.isascii() and char.isdigit():
+        return chr(0x1D7CE + ord(char) - ord("0"))
+    return char
+
+
+def evasions(text: str, start: int, end: int) -> list[tuple[str, str]]:
+    """``(how, text)``: ``text`` with its secret ``text[start:end]`` obfuscated in each way
+    an attacker might (the first characters, where a detector's prefix is, or all of them)."""
+    span = text[start:end]
+    head = min(4, len(span))
+
+    def put(new: str) -> str:
+        return text[:start] + new + text[end:]
+
+    out = [(f"mark {ord(m):04X} after the first", put(span[0] + m + span[1:])) for m in MARKS]
+    out.append(("a mark after each", put("".join(c + MARKS[i % 4] for i, c in enumerate(span)))))
+    out.append(("a mark after every character of the text",
+                "".join(c + MARKS[0] for c in text)))  # fmt: skip
+    out.append(("precomposed accents", put("".join(map(_accented, span[:head])) + span[head:])))
+    out += [(f"invisible {ord(z):04X} in the prefix", put(span[:2] + z + span[2:]))
+            for z in INVISIBLE]  # fmt: skip
+    out.append(("invisible after each", put("".join(c + INVISIBLE[i % len(INVISIBLE)]
+                                                    for i, c in enumerate(span)))))  # fmt: skip
+    out.append(("fullwidth", put(_fullwidth(span))))
+    out.append(("mathematical bold", put("".join(map(_math_bold, span)))))
+    out.append(("lookalikes in the prefix",
+                put("".join(LOOKALIKES.get(c, c) for c in span[:head]) + span[head:])))  # fmt: skip
+    return [(how, evaded) for how, evaded in out if evaded != text]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from memchentic import Memory, Settings
 from memchentic.errors import ValidationError
 from memchentic.write.secrets import DETECTORS, find_secrets, redact, scan_value
 
-from .secret_corpus import AKIA, GHP, MCK, NON_SECRETS, SECRETS
+from .secret_corpus import AKIA, GHP, MCK, NON_SECRETS, SECRETS, evasions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"
@@ -201,6 +202,56 @@ def test_text_without_any_trigger_holds_no_secret():
     assert find_secrets("") == []
     kinds = [f.kind for f in find_secrets(f"say {TOKEN.upper()} and {TOKEN}")]
     assert kinds == ["github_token", "github_token"]  # a lower- or upper-cased key is a key
+
+
+# --- Unicode evasions ----------------------------------------------------------------------
+def _as_read(text: str) -> str:
+    """``text`` as a reader takes it: compatibility forms folded, marks and invisible
+    characters gone."""
+    kept = (c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c)[0] != "M")
+    return "".join(c for c in kept if unicodedata.category(c) != "Cf")
+
+
+def test_every_secret_family_obfuscated_is_found_as_the_plain_one():
+    """Each secret of the corpus, with combining marks (``ǵhp_``), invisible characters,
+    fullwidth or mathematical letters, or look-alike letters of other scripts, is
+    found as the same kind and redacted whole (what is left reads as no part of it)."""
+    missed, changed, leaked, cases = [], [], [], 0
+    for label, text in SECRETS:
+        plain = find_secrets(text)
+        first = plain[0]
+        kinds = sorted({f.kind for f in plain})
+        secret = text[first.start : first.end]
+        tail = secret[-8:] if len(secret) >= 12 else secret
+        for how, evaded in evasions(text, first.start, first.end):
+            cases += 1
+            found = sorted({f.kind for f in find_secrets(evaded)})
+            if first.kind not in found:
+                missed.append((label, how, found))
+            elif found != kinds:
+                changed.append((label, how, kinds, found))
+            elif tail.lower() in _as_read(redact(evaded)).lower():
+                leaked.append((label, how))
+    assert cases >= 20 * len(SECRETS)
+    assert missed == []
+    assert changed == []
+    assert leaked == []
+
+
+def test_an_accented_token_is_refused_or_redacted_as_the_plain_one(
+    make_mem: Callable[..., Memory],
+):
+    """The attack as it was sent (``ǵhp_...``, a combining acute after the g), on a
+    write: refused under ``refuse``, redacted whole under ``redact``."""
+    mem = make_mem()
+    for token in ("g\u0301" + TOKEN[1:], "\u01f5" + TOKEN[1:], TOKEN[:3] + "\u200d" + TOKEN[3:]):
+        refused = mem.add(f"the deploy token is {token}")
+        assert (refused.status, refused.reason) == ("refused", "secret:github_token")
+        kept = mem.add(f"deploy with {token} tomorrow", secrets="redact").memory
+        assert kept is not None
+        assert kept.content == "deploy with [REDACTED:github_token] tomorrow"
+        mem.delete(kept.id)
+    assert mem.list() == []
 
 
 # --- through the HTTP API ----------------------------------------------------------------

@@ -2,11 +2,12 @@
 
 How a text is scanned (:func:`find_secrets`):
 
-1. It is normalised for matching only: NFKC (fullwidth ``ｇｈｐ_`` reads ``ghp_``),
-   format characters dropped (zero-width spaces and joiners, soft hyphens, BOMs)
-   and look-alike letters folded (Cyrillic ``р`` reads ``p``). Each normalised
-   character remembers where it came from, so a redaction replaces the original
-   span, obfuscation included.
+1. It is normalised for matching only: NFKD (fullwidth ``ｇｈｐ_`` and mathematical
+   ``𝐠𝐡𝐩_`` read ``ghp_``), combining marks dropped (``ǵhp_``, ``g`` + U+0301, reads
+   ``ghp_``), format characters and fillers dropped (zero-width spaces and joiners,
+   soft hyphens, BOMs, tags) and look-alike letters and dashes folded (Cyrillic
+   ``р`` reads ``p``). Each normalised character remembers where it came from, so a
+   redaction replaces the original span, obfuscation included.
 2. Our patterns run first (case-insensitive: a lower-cased key is still a key):
    memchentic's own ``mck_`` keys, provider prefixes, private and PuTTY keys,
    ``NAME=value`` / ``"name": "value"`` / "my password is ..." assignments (a
@@ -74,11 +75,18 @@ def effective_policy(
 
 
 # --- normalisation -----------------------------------------------------------------------
-#: Letters of other scripts that look like Latin ones (Cyrillic, Greek, a few others).
+#: Letters of other scripts that look like Latin ones (Cyrillic, Greek, Armenian, Latin
+#: extensions), and dashes, low lines and slashes that look like ASCII ones.
 _HOMOGLYPHS = str.maketrans(
-    "АВЕКМНОРСТХаеорсхуіјѕԁɡΑΒΕΖΗΙΚΜΝΟΡΤΥΧοαρνϲ",
-    "ABEKMHOPCTXaeopcxyijsdgABEZHIKMNOPTYXoapvc",
+    "АВЕКМНОРСТХаеорсхуіјѕԁɡΑΒΕΖΗΙΚΜΝΟΡΤΥΧοαρνϲһҺԛԚԝԜӏӀЅІЈҮүкѵικυϳχϹͿօսհոցզաıȷɑɩ‐‑‒–—―−⁃‗∕⁄∶",
+    "ABEKMHOPCTXaeopcxyijsdgABEZHIKMNOPTYXoapvchHqQwWlISIJYykvikujxCJouhngqwijai--------_//:",
 )
+#: Categories of characters dropped: format characters (zero-width spaces and joiners,
+#: soft hyphens, BOMs, bidi marks, tags), combining marks (``g`` + U+0301 is ``ǵ``;
+#: variation selectors and the grapheme joiner are marks too) and unassigned ones.
+_DROPPED = frozenset({"Cf", "Mn", "Mc", "Me", "Cn"})
+#: Letters that show nothing: the Hangul fillers.
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
 
 
 def normalise(text: str) -> tuple[str, list[int]]:
@@ -104,9 +112,14 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 @functools.lru_cache(maxsize=4096)
 def _fold(char: str) -> str:
-    if unicodedata.category(char) == "Cf":
-        return ""  # zero-width space, joiners, soft hyphen, BOM, bidi marks
-    return unicodedata.normalize("NFKC", char).translate(_HOMOGLYPHS)
+    """One character as matched: dropped when it shows nothing or only marks the one
+    before; else its compatibility decomposition (fullwidth ``ｇ``, mathematical ``𝐠``
+    and ``ǵ`` read ``g``) without marks, look-alikes folded."""
+    if unicodedata.category(char) in _DROPPED or char in _FILLERS:
+        return ""
+    decomposed = unicodedata.normalize("NFKD", char.translate(_HOMOGLYPHS))
+    kept = "".join(c for c in decomposed if unicodedata.category(c) not in _DROPPED)
+    return kept.translate(_HOMOGLYPHS)
 
 
 # --- our patterns ----------------------------------------------------------------------
