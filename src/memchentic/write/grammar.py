@@ -25,7 +25,9 @@ from functools import lru_cache
 from .relations import FILLERS
 from .words import tokens
 
-__all__ = ["clauses", "discourse_core", "ended_state", "is_english", "is_question"]
+__all__ = [
+    "clauses", "discourse_core", "ended_state", "is_conditional", "is_english", "is_question",
+]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -39,6 +41,7 @@ _WH = _words("who whom whose what when where why how which")
 #: Words that can follow an inverted auxiliary as its subject.
 _SUBJECTS = _words("""i you he she it we they there the a an my your his her our their this
     that these those anyone someone anybody somebody everyone""")
+_PRONOUNS = _words("i you he she it we they")
 #: Leading words that make a short leading clause an adverbial the statement needs
 #: ("On Sundays, ...", "After the meeting, ..."), not an aside.
 _ADVERBIAL_STARTS = _words("""on in at after before when while if unless since until till
@@ -174,9 +177,10 @@ def is_question(text: str) -> bool:
     words = [w.lower() for w in _WORD.findall(stripped)[:3]]
     if len(words) < 3:
         return False
-    if words[0] in _AUXILIARIES and words[0] not in ("am",):
-        second = words[1]
-        return second in _SUBJECTS or (_WORD.findall(stripped)[1][:1].isupper())
+    if words[0] in _AUXILIARIES and words[0] not in ("am", "do"):
+        return True  # "does noor like ramen", "is the van outside"
+    if words[0] == "do":  # "do you ...", not "do the dishes"
+        return words[1] in _PRONOUNS
     return words[0] in _WH and words[1] in _AUXILIARIES and words[2] in _SUBJECTS | {"the"}
 
 
@@ -190,7 +194,7 @@ _ENGLISH = _words("""the a an is are was were be been am i you he she it we they
 _FOREIGN = _words("""und der das ist ich nicht wir sie mit auf ein eine einen dem den des zu
     est les une que por para el los las del es muy con pero y o il che non sono della het een
     zijn och att är jag och du er og ikke jeg je tu nous vous ils sur dans avec pas ne se lo
-    mi su en al nosotros yo""")
+    mi su en al nosotros yo mein meine dein deine unser unsere jetzt auch noch sehr""")
 
 
 @lru_cache(maxsize=4096)
@@ -205,7 +209,7 @@ def is_english(text: str) -> bool:
     words = [w.lower() for w in _WORD.findall(text) if w.isalpha()]
     foreign = sum(1 for w in words if w in _FOREIGN)
     english = sum(1 for w in words if w in _ENGLISH)
-    return not foreign or english >= foreign or (foreign == 1 and english > 0)
+    return foreign == 0 or english > foreign
 
 
 _CLAUSE_BREAK = re.compile(r"(?:[.;!?]+|\s[\-\u2013\u2014]+|,)\s+(?=\S)")
@@ -213,6 +217,14 @@ _CLAUSE_BREAK = re.compile(r"(?:[.;!?]+|\s[\-\u2013\u2014]+|,)\s+(?=\S)")
 #: not facts of their own.
 _NOT_ASSERTED = _words("""if unless whether suppose supposing case said says told asks asked
     would wish hope might""")
+
+
+def is_conditional(text: str) -> bool:
+    """Whether ``text`` states something only under a condition ("if it rains, ...")."""
+    return not _CONDITIONS.isdisjoint(w.lower() for w in _WORD.findall(text))
+
+
+_CONDITIONS = _words("if unless whether suppose supposing")
 
 
 @lru_cache(maxsize=2048)

@@ -43,7 +43,14 @@ from enum import StrEnum
 from functools import lru_cache
 
 from .align import orders, pair_words
-from .grammar import clauses, discourse_core, ended_state, is_english, is_question
+from .grammar import (
+    clauses,
+    discourse_core,
+    ended_state,
+    is_conditional,
+    is_english,
+    is_question,
+)
 from .key_value import key_value, slug
 from .polarity import cue_spans, negation_cues
 from .relations import (
@@ -203,8 +210,8 @@ def _summary(text: str) -> _Summary:
 
 
 #: Words of emphasis that change no statement ("the API's actually written in Go").
-_EMPHASIS = _words("really actually totally absolutely literally definitely honestly truly "
-                   "still mostly usually basically officially finally")  # fmt: skip
+_EMPHASIS = _stems(_words("""really actually totally absolutely literally definitely honestly
+    truly still mostly usually basically officially finally"""))
 
 
 def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
@@ -220,7 +227,7 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
     if max(len(new), len(old)) > MAX_STATEMENT_CHARS:
         return _passages(new, old, cosine, thresholds)
     sa, sb = _summary(new), _summary(old)
-    if sa.keys == sb.keys:
+    if sa.keys == sb.keys and sa.negated == sb.negated:
         if sa.filler or sb.filler:
             return Judgement(Relation.DUPLICATE, "duplicate:filler")
         return Judgement(Relation.DUPLICATE, "duplicate:exact")
@@ -233,6 +240,8 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         found = _in_passing(sa, sb, cosine, thresholds) or found
     if sa.hedged and found.relation in (Relation.UPDATE, Relation.CONTRADICTION):
         return Judgement(Relation.DISTINCT, "distinct:hedged", thread=_HEDGED_THREAD)
+    if found.relation in (Relation.UPDATE, Relation.CONTRADICTION) and is_conditional(sa.text):
+        return Judgement(Relation.DISTINCT, "distinct:conditional")  # "if it rains, ..."
     if found.relation is Relation.DISTINCT:
         return Judgement(found.relation, found.rule, _thread(sa, sb, found.rule, cosine))
     return found
@@ -262,9 +271,13 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
     values_a = [k for k in sa.keys if k in value_keys]
     values_b = [k for k in sb.keys if k in value_keys]
     content_a, content_b = sa.content - value_keys, sb.content - value_keys
-    added, removed = unmatched(content_a - content_b, content_b - content_a)
     surface = {t.key: t.text for t in (*sa.tokens, *sb.tokens)}
+    added, removed = unmatched(content_a - content_b, content_b - content_a)
+    typos = pair_words(content_a - content_b, content_b - content_a, surface, synonyms=False)
+    if typos[2]:  # a misspelt word first: "plumbr" / "plumber" also share a root
+        added, removed = set(typos[0]), set(typos[1])
     added, removed, paired, pairs = pair_words(added, removed, surface)
+    paired, pairs = typos[2] or paired, {**typos[3], **pairs}
     if pairs:  # read a misspelt word or a near synonym as the stored word from here on
         sa = _rekeyed(sa, pairs)
     if values_a != values_b:  # an update keeps every content word of the stored one
@@ -371,7 +384,8 @@ def _dates(toks: Sequence[Token]) -> tuple[tuple[str, ...], frozenset[int]] | No
             continue
         keys.append(tok.key)
         positions.add(tok.position)
-        for near in (toks[i - 1] if i else None, toks[i + 1] if i + 1 < len(toks) else None):
+        day = [toks[i - 1]] if i and toks[i - 1].text[:1].isdigit() else toks[i + 1 : i + 2]
+        for near in day:  # "2 May", else "May 2"
             if near is not None and near.value and any(ch.isdigit() for ch in near.text) \
                     and len(near.text.rstrip("stndrh")) <= 2:  # fmt: skip
                 keys.append(near.key)
