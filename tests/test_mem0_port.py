@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memchentic.errors import ValidationError
+from memchentic.errors import MemchenticError, ValidationError
 from memchentic.mem0 import Memory as Mem0Memory
 
 PROGRAM = textwrap.dedent("""
@@ -100,3 +100,65 @@ def test_the_scope_of_delete_all_is_never_empty(tmp_path: Path) -> None:
         assert len(m.get_all(user_id="zoe")["results"]) == 1
         m.reset()
         assert m.get_all(user_id="zoe")["results"] == []
+
+
+def test_the_platform_clients_keyword_arguments_work_against_the_server(tmp_path: Path) -> None:
+    """mem0's ``MemoryClient`` habits (issue 45, item 4), against a real server:
+    ``version``, ``output_format``, ``top_k``, ``update(text=...)`` and ``filters`` in
+    the v2 shape, whose scope terms become the scope and whose other terms filter
+    metadata; what cannot be a scope is refused, never an empty answer."""
+    pytest.importorskip("fastapi")
+    from memchentic.mem0 import MemoryClient
+
+    from .live_server import live_server
+
+    with live_server(tmp_path, mcp=False, console=False) as live:
+        with MemoryClient(api_key=live.keys["alice"], host=live.url) as client:
+            client.add("I love sci-fi movies", user_id="alice", version="v2",
+                       output_format="v1.1", metadata={"category": "movies"})  # fmt: skip
+            client.add("I'm allergic to peanuts", user_id="alice", metadata={"category": "food"})
+            added = client.add("我住在上海", user_id="alice", output_format="v1.0")
+            assert isinstance(added, list) and added[0]["event"] == "ADD"  # kept as written
+
+            v2 = client.search("movies", version="v2", filters={"AND": [{"user_id": "alice"}]})
+            assert [r["memory"] for r in v2["results"]][:1] == ["Loves sci-fi movies"]
+            either = client.search("movies", version="v2", filters={"OR": [{"user_id": "alice"}]})
+            assert [r["id"] for r in either["results"]] == [r["id"] for r in v2["results"]]
+            food = client.search("peanuts", version="v2", filters={
+                "AND": [{"user_id": "alice"}, {"category": {"in": ["food"]}}]})  # fmt: skip
+            assert [r["memory"] for r in food["results"]] == ["Allergic to peanuts"]
+            bare = client.search("movies", user_id="alice", output_format="v1.0", top_k=1)
+            assert isinstance(bare, list) and len(bare) == 1
+
+            movies = {"AND": [{"user_id": "alice"}, {"category": "movies"}]}
+            listed = client.get_all(version="v2", filters=movies)
+            assert [r["memory"] for r in listed["results"]] == ["Loves sci-fi movies"]
+            assert len(client.get_all(version="v2", filters={"user_id": "alice"}, top_k=2)[
+                "results"]) == 2  # fmt: skip
+
+            memory_id = listed["results"][0]["id"]
+            assert client.update(memory_id, text="Loves sci-fi and fantasy movies")["message"]
+            assert client.get(memory_id)["memory"] == "Loves sci-fi and fantasy movies"
+
+            refused = [
+                ({"version": "v3"}, "version"),
+                ({"output_format": "v2.0"}, "output_format"),
+                ({"filters": {"OR": [{"user_id": "alice"}, {"category": "food"}]}},
+                 "filters.OR[0].user_id"),
+                ({"filters": {"user_id": {"in": ["alice", "bob"]}}}, "filters.user_id"),
+                ({"filters": {"AND": [{"app_id": "shop"}]}}, "filters.AND[0].app_id"),
+                ({"user_id": "alice", "filters": {"AND": [{"user_id": "bob"}]}},
+                 "filters.AND[0].user_id"),
+            ]  # fmt: skip
+            for options, field in refused:
+                with pytest.raises(ValidationError) as raised:
+                    client.search("movies", **options)
+                assert raised.value.field == field, options
+        # bob's key cannot reach alice's memories by naming her in a v2 filter
+        with MemoryClient(api_key=live.keys["bob"], host=live.url) as bob:
+            try:
+                seen = bob.search("movies", version="v2", filters={"AND": [{"user_id": "alice"}]})
+            except MemchenticError as denied:  # refused, or answered with nothing
+                assert denied.code in ("forbidden", "invalid_namespace"), denied
+            else:
+                assert seen == {"results": []}

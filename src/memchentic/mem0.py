@@ -22,11 +22,17 @@ rules are memchentic's. How each call maps is in docs/migrating-from-mem0.md:
   so that reads can select it (memchentic's own search never filters by session).
 - ``delete_all`` deletes exactly its scope and refuses an empty one; ``reset`` is for
   the trusted local principal.
+- The platform client's habits are taken too: ``version="v1"|"v2"`` (one search
+  here, whatever the version), ``output_format="v1.0"`` (a bare list, mem0's older
+  answer) or ``"v1.1"`` (``{"results": [...]}``, the default), ``top_k`` for
+  ``limit``, ``update(memory_id, text=..., metadata=...)``, and ``filters`` in the v2
+  shape, ``{"AND": [{"user_id": "alice"}, {...}]}`` or ``{"OR": [{"user_id":
+  "alice"}]}``, whose ``user_id``/``agent_id``/``run_id`` terms become the scope.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from . import validation as check
@@ -46,6 +52,12 @@ EVENTS = {
 _HISTORY_EVENTS = {"add": "ADD", "revise": "UPDATE", "improve": "UPDATE", "delete": "DELETE"}
 #: Roles ``infer=False`` stores (mem0 keeps no system messages as memories).
 STORED_ROLES = ("user", "assistant")
+#: The scope ids mem0 takes as arguments and inside ``filters``.
+SCOPE_IDS = ("user_id", "agent_id", "run_id")
+#: mem0's API versions (the platform client's ``version=``): one search here.
+VERSIONS = ("v1", "v2")
+#: mem0's answer shapes: ``v1.0`` a bare list, ``v1.1`` ``{"results": [...]}``.
+OUTPUT_FORMATS = ("v1.0", "v1.1")
 
 
 #: What the adapter runs on: the embedded engine or the HTTP client (the operation
@@ -86,6 +98,58 @@ def item(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
     return out
 
 
+def _version(version: str | None) -> None:
+    if version is not None and version not in VERSIONS:
+        raise ValidationError("version", f"must be one of {', '.join(VERSIONS)}")
+
+
+def _output_format(
+    output_format: str | None,
+) -> Callable[[list[dict[str, Any]]], dict[str, Any] | list[dict[str, Any]]]:
+    """How an answer is shaped: ``v1.0`` a bare list, else ``{"results": [...]}``."""
+    if output_format is not None and output_format not in OUTPUT_FORMATS:
+        raise ValidationError("output_format", f"must be one of {', '.join(OUTPUT_FORMATS)}")
+    if output_format == "v1.0":
+        return lambda results: results
+    return lambda results: {"results": results}
+
+
+def _scope_term(term: Any) -> tuple[str, str] | None:
+    """``{"user_id": "alice"}`` (or ``{"user_id": {"eq": "alice"}}``) as ("user_id",
+    "alice"); None for any other term."""
+    if not isinstance(term, Mapping) or len(term) != 1:
+        return None
+    ((key, value),) = term.items()
+    if key not in SCOPE_IDS:
+        return None
+    if isinstance(value, Mapping) and set(value) == {"eq"}:
+        value = value["eq"]
+    return (key, value) if isinstance(value, str) else None
+
+
+def _set_scope(ids: dict[str, str | None], key: str, value: str, where: str) -> None:
+    if ids.get(key) is not None and ids[key] != value:
+        raise ValidationError(where, f"says {value!r} where {key}={ids[key]!r} was given")
+    ids[key] = value
+
+
+def _no_scope_left(node: Any, where: str) -> None:
+    """A ``user_id`` or ``agent_id`` the scope could not take (several values, inside an
+    ``OR`` or a ``NOT``) would filter on metadata and match nothing: refused instead.
+    (``run_id`` is kept in metadata, so it filters like any key.)"""
+    if isinstance(node, list):
+        for i, part in enumerate(node):
+            _no_scope_left(part, f"{where}[{i}]")
+    elif isinstance(node, Mapping):
+        for key, value in node.items():
+            if key in ("user_id", "agent_id", "app_id"):
+                raise ValidationError(
+                    f"{where}.{key}", "a scope is one user_id or agent_id, given as an argument, "
+                    "a key of filters or a term of its AND (memchentic has no app_id)",
+                )  # fmt: skip
+            _no_scope_left(value, f"{where}.{key}")
+
+
 class _Adapter:
     def __init__(self, engine: Engine) -> None:
         #: The memchentic engine (or client) every call runs on.
@@ -103,11 +167,36 @@ class _Adapter:
 
     @staticmethod
     def _scope(filters: Mapping[str, Any] | None, **ids: str | None) -> tuple[dict, Any]:
-        """mem0 also takes ``user_id``/``agent_id``/``run_id`` inside ``filters``."""
+        """mem0 also takes ``user_id``/``agent_id``/``run_id`` inside ``filters``: as
+        keys (``{"user_id": "alice"}``), or as terms of a v2 ``AND`` (or of an ``OR``
+        of that one term). The rest filters on metadata."""
+        if filters is not None and not isinstance(filters, Mapping):
+            raise ValidationError("filters", "must be a mapping")
         rest = dict(filters or {})
-        for key in ("user_id", "agent_id", "run_id"):
-            if ids.get(key) is None and isinstance(rest.get(key), str):
-                ids[key] = rest.pop(key)
+        for key in SCOPE_IDS:
+            if isinstance(rest.get(key), str):
+                _set_scope(ids, key, rest.pop(key), f"filters.{key}")
+        for op in ("AND", "OR"):
+            terms = rest.get(op)
+            if not isinstance(terms, list):
+                continue
+            kept = []
+            for i, term in enumerate(terms):
+                found = _scope_term(term)
+                if found is None:
+                    kept.append(term)
+                elif op == "OR" and len(terms) > 1:
+                    raise ValidationError(
+                        f"filters.OR[{i}].{found[0]}", "an OR of a scope with other terms is "
+                        "not supported: one user or agent per call; AND it, or call once each",
+                    )  # fmt: skip
+                else:
+                    _set_scope(ids, found[0], found[1], f"filters.{op}[{i}].{found[0]}")
+            if kept:
+                rest[op] = kept
+            else:
+                del rest[op]
+        _no_scope_left(rest, "filters")
         return ids, rest or None
 
     # --- mem0's calls ---------------------------------------------------------------
@@ -121,10 +210,14 @@ class _Adapter:
         metadata: Mapping[str, Any] | None = None,
         infer: bool = True,
         prompt: str | None = None,
-    ) -> dict[str, Any]:
+        version: str | None = None,
+        output_format: str | None = None,
+    ) -> dict[str, Any] | list[dict[str, Any]]:
         """Remember a conversation: extracted memories (``infer=True``) or the messages."""
         if prompt is not None:
             raise ValidationError("prompt", "is not supported: memchentic's extractor has none")
+        _version(version)
+        shape = _output_format(output_format)
         msgs = _messages(messages)
         meta = {**(metadata or {}), **({"run_id": run_id} if run_id is not None else {})}
         if infer:
@@ -136,11 +229,11 @@ class _Adapter:
                      for m in msgs if m["role"] in STORED_ROLES]  # fmt: skip
             common: dict[str, Any] = {k: v for k, v in scope.items() if v is not None}
             results = self.engine.add_many(items, **common) if items else []
-        return {"results": [
+        return shape([
             {"id": r.id, "memory": r.memory.content if r.memory else None,
              "event": EVENTS.get(r.status, "NONE")}
             for r in results if r.status != "refused" and r.id is not None
-        ]}  # fmt: skip
+        ])  # fmt: skip
 
     def search(
         self,
@@ -152,13 +245,19 @@ class _Adapter:
         limit: int = 100,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
-    ) -> dict[str, Any]:
+        version: str | None = None,
+        output_format: str | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        _version(version)
+        shape = _output_format(output_format)
         ids, rest = self._scope(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
         hits = self.engine.search(
-            query, user_id=ids["user_id"], agent_id=ids["agent_id"], limit=limit,
+            query, user_id=ids["user_id"], agent_id=ids["agent_id"],
+            limit=top_k if top_k is not None else limit,
             filters=self._filters(ids["run_id"], rest), threshold=threshold,
         )  # fmt: skip
-        return {"results": [item(h.memory, h.score) for h in hits]}
+        return shape([item(h.memory, h.score) for h in hits])
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
         try:
@@ -174,16 +273,36 @@ class _Adapter:
         run_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
         limit: int = 100,
-    ) -> dict[str, Any]:
+        version: str | None = None,
+        output_format: str | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        _version(version)
+        shape = _output_format(output_format)
         ids, rest = self._scope(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
         records = self.engine.list(
-            user_id=ids["user_id"], agent_id=ids["agent_id"], limit=limit,
+            user_id=ids["user_id"], agent_id=ids["agent_id"],
+            limit=top_k if top_k is not None else limit,
             filters=self._filters(ids["run_id"], rest),
         )  # fmt: skip
-        return {"results": [item(r) for r in records]}
+        return shape([item(r) for r in records])
 
-    def update(self, memory_id: str, data: str) -> dict[str, Any]:
-        self.engine.revise(memory_id, data)
+    def update(
+        self,
+        memory_id: str,
+        data: str | None = None,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """New content (``data``, or the platform client's ``text``) and/or metadata."""
+        if data is not None and text is not None and data != text:
+            raise ValidationError("text", "give the new content once: data or text")
+        content = data if data is not None else text
+        if content is None and metadata is None:
+            raise ValidationError("text", "update needs the new text or metadata")
+        changes = {"metadata": dict(metadata)} if metadata is not None else {}
+        self.engine.revise(memory_id, content, **changes)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: str) -> dict[str, Any]:
