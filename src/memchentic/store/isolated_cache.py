@@ -14,12 +14,14 @@ reads only what passes its filter (row ids) and what changed since:
   ``index_epoch`` (a restore, a reindex) or a log that went back drops all.
   Rows are only ever appended, never changed in place, so a search computes on
   a snapshot outside the lock.
-* **Keyword documents and words** (:meth:`VisibleState.analysed`): each
+* **Keyword documents and terms** (:meth:`VisibleState.analysed`): each
   matched row's index terms with their counts and its length, and each scanned
-  row's words, kept with the row's title, content and tags; a row whose text is
-  no longer what was kept is analysed again. Nothing to invalidate: the
-  analyses are a function of the text (and of the store's keyword language,
-  rules and title weight, which are checked too).
+  row's set of index terms, kept with the row's title, content and tags; a row
+  whose text is no longer what was kept is analysed again (a row a search only
+  touched is not). Nothing to invalidate: the analyses are a function of the
+  text (and of the store's keyword language, rules and title weight, which are
+  checked too). So a search stems its query's words, and a row's words once per
+  text: never every word the caller may see at every search.
 
 * **The rows a filter passes** (:meth:`VisibleState.visible`): the keys and ids of
   the rows passing one filter, as its statement read them, kept only while the

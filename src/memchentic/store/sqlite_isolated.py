@@ -50,7 +50,9 @@ class SQLiteIsolated(SearchBudgets):
     def conn(self) -> sqlite3.Connection:  # provided by SQLiteStore
         raise NotImplementedError
 
-    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:  # by SQLiteSearch
+    def _stems(  # by SQLiteSearch
+        self, words: Sequence[str], *, cached: bool = True
+    ) -> list[tuple[str, str]]:
         raise NotImplementedError
 
     def _keyword_isolated(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[str, float]]:
@@ -67,7 +69,8 @@ class SQLiteIsolated(SearchBudgets):
                 state.catch_up_rows(mark, self._logged_rows)
         counted = None if state is None or mark is None else self._counted(state, flt, mark)
         pairs = self._stems(
-            query_words(query, language=self.keyword_language, rules=self.keyword_rules)
+            query_words(query, language=self.keyword_language, rules=self.keyword_rules),
+            cached=False,  # (no word another caller searched makes this one faster)
         )
         if not pairs or k <= 0:
             return []
@@ -171,7 +174,11 @@ class SQLiteIsolated(SearchBudgets):
             ).fetchall()
         }
         found = [key for key in missing if key in texts]
-        made = dict(zip(found, analyse([texts[key] for key in found]), strict=True))
+        # (a row whose text is unchanged, as after a search touched it, is not analysed
+        # again: the analyses kept with their text answer)
+        again = state.analysed(kind, [(key, texts[key]) for key in found], basis, analyse,
+                               self.isolated_cache_rows)  # fmt: skip
+        made = dict(zip(found, again, strict=True))
         state.keep_documents(mark, basis, list(made.items()), self.isolated_cache_rows, kind)
         return [value if value is not None else made.get(key)
                 for key, value in zip(keys, out, strict=True)]  # fmt: skip
@@ -195,13 +202,13 @@ class SQLiteIsolated(SearchBudgets):
         if visible is None:
             return None
         self.keyword_rows_scanned += len(visible.keys)
-        words = self._by_log(state, "words", visible.keys, flt, self._words_of)
+        terms = self._by_log(state, "terms", visible.keys, flt, self._terms_of)
         present = [
-            (key, memory_id, w)
-            for key, memory_id, w in zip(visible.keys, visible.ids, words, strict=True)
-            if w is not None
+            (key, memory_id, t)
+            for key, memory_id, t in zip(visible.keys, visible.ids, terms, strict=True)
+            if t is not None
         ]
-        matching = self._matching(pairs, [w for _, _, w in present])
+        matching = _matching(pairs, [t for _, _, t in present])
         rows = sorted(((present[i][0], present[i][1]) for i in matching), key=lambda r: -r[0])
         rows = rows[: self.common_window]
         if not rows:
@@ -300,9 +307,9 @@ class SQLiteIsolated(SearchBudgets):
         ``isolated_scan_rows`` memories (or no namespace list bounds what it sees).
 
         The rows are read through the namespace index only (``INDEXED BY``: a
-        type or expiry index would walk other namespaces' rows), and each row's
-        words are stemmed as the index stems them (``_stems``, cached), a set
-        intersection deciding which rows can match before any counting."""
+        type or expiry index would walk other namespaces' rows); each row's index
+        terms (:meth:`_terms_of`, made once per row and text and kept by the state
+        of the caller's namespaces) are matched against the query's."""
         if not flt.namespaces:
             return None
         found = self._at_most(
@@ -312,48 +319,28 @@ class SQLiteIsolated(SearchBudgets):
         if found is None:
             return None
         self.keyword_rows_scanned += len(found)
-        matching = [found[i] for i in self._matching(pairs, self._row_words(found, flt))]
+        matching = [found[i] for i in _matching(pairs, self._per_row("terms", found, flt,
+                                                                     self._terms_of))]  # fmt: skip
         matching.sort(key=lambda row: -row[0])
         return matching[: self.common_window], len(found)
 
-    def _matching(self, pairs: Sequence[tuple[str, str]], words: Sequence[set[str]]) -> list[int]:
-        """Which rows (by their surface ``words``) hold every term of some query word,
-        each row's words stemmed as the index stems them (``_stems``, cached), a set
-        intersection deciding which rows can match before any counting."""
-        wanted: dict[str, set[str]] = {}  # query word -> its terms
-        for word, term in pairs:
-            wanted.setdefault(word, set()).add(term)
-        # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
-        vocabulary = sorted(set().union(*words)) if words else []
-        stems: dict[str, set[str]] = {}
-        for start in range(0, len(vocabulary), 5000):
-            for word, term in self._stems(vocabulary[start : start + 5000]):
-                stems.setdefault(word, set()).add(term)
-        query_terms = set().union(*wanted.values())
-        surface = {word for word, terms in stems.items() if terms & query_terms}
-        matching = []
-        for i, row_words in enumerate(words):
-            present = row_words & surface
-            if not present:
-                continue
-            held = set().union(*(stems[w] for w in present))
-            if any(terms <= held for terms in wanted.values()):
-                matching.append(i)
-        return matching
-
-    def _row_words(self, rows: Sequence[Any], flt: MemoryFilter) -> list[set[str]]:
-        """The surface words of each of ``rows`` (``rowid, id, title, content, tags``)
-        as the index's tokenizer splits them; those of rows seen before with the same
-        text taken from the state of the caller's namespaces."""
-        return self._per_row("words", rows, flt, self._words_of)
-
-    def _words_of(self, texts: Sequence[tuple[str, str, str]]) -> list[set[str]]:
+    def _terms_of(self, texts: Sequence[tuple[str, str, str]]) -> list[frozenset[str]]:
+        """The index terms of each row (title, content, tags), as the index's
+        tokenizer makes them of its words; the words of all the rows tokenised
+        together (:meth:`_stems`, not through the store's cache: what a row holds is
+        no one else's business), once per row and text (the caller keeps them)."""
         # ("_x" stems as "x": the tokenizer splits at underscores as the index does)
         language, rules = self.keyword_language, self.keyword_rules
-        return [
+        words = [
             set(_WORD.findall(keyword_text(f"{title} {content} {tags}", language, rules).lower()))
             for title, content, tags in texts
         ]
+        vocabulary = sorted(set().union(*words)) if words else []
+        stems: dict[str, list[str]] = {}
+        for start in range(0, len(vocabulary), 5000):
+            for word, term in self._stems(vocabulary[start : start + 5000], cached=False):
+                stems.setdefault(word, []).append(term)
+        return [frozenset(t for w in row for t in stems.get(w, ())) for row in words]
 
     def _documents(
         self, rows: Sequence[Any], flt: MemoryFilter
@@ -391,7 +378,7 @@ class SQLiteIsolated(SearchBudgets):
         vocabulary = sorted({w for fields in split for words in fields for w in words})
         stems: dict[str, str] = {}
         for start in range(0, len(vocabulary), 5000):
-            stems.update(self._stems(vocabulary[start : start + 5000]))
+            stems.update(self._stems(vocabulary[start : start + 5000], cached=False))
         weights = (self.title_weight, 1.0, 1.0)
         out = []
         for fields in split:
@@ -557,6 +544,16 @@ def _bm25(
     order = np.lexsort((-keys, -scores))[:k]  # best first, ties to the newest
     values, unscored = scores.tolist(), first.tolist()
     return [(rows[i][1], 0 if unscored[i] else values[i]) for i in order.tolist()]
+
+
+def _matching(pairs: Sequence[tuple[str, str]], terms: Sequence[frozenset[str]]) -> list[int]:
+    """Which rows (by their index ``terms``) hold every term of some query word: work
+    in proportion to the rows times the query's terms, whatever the rows hold."""
+    wanted: dict[str, set[str]] = {}  # query word -> its terms
+    for word, term in pairs:
+        wanted.setdefault(word, set()).add(term)
+    return [i for i, held in enumerate(terms)
+            if any(needed <= held for needed in wanted.values())]  # fmt: skip
 
 
 def _top(sims: np.ndarray, ids: Sequence[str], k: int) -> list[tuple[str, float]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -26,6 +27,43 @@ from .sqlite_isolated import SQLiteIsolated
 from .sqlite_rows import RANK_COLUMNS, RANK_WIDTH, rank_row, where
 from .sqlite_state import MAX_ROWS, RankState, matcher, state_of
 from .vectors import VectorIndex
+
+#: Words whose index terms a store remembers (:meth:`SQLiteSearch._stems`), the least
+#: recently used dropped first.
+STEM_CACHE_WORDS = 100_000
+#: Stands between two words in one document of the query tokenizer: a private-use
+#: character, a token of its own there and never part of a word of ``\w``.
+_BETWEEN = "\ue000"
+
+
+class StemCache:
+    """Words -> their index terms, at most ``limit`` of them, the least recently used
+    dropped first (never all at once: a search's words cannot empty it)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._terms: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The known ones of ``words`` (each marked as just used)."""
+        out: dict[str, tuple[str, ...]] = {}
+        with self._lock:
+            for word in words:
+                terms = self._terms.get(word)
+                if terms is not None:
+                    self._terms.move_to_end(word)
+                    out[word] = terms
+        return out
+
+    def put_many(self, found: dict[str, tuple[str, ...]]) -> None:
+        with self._lock:
+            self._terms.update(found)
+            while len(self._terms) > self.limit:
+                self._terms.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._terms)
 
 
 class SQLiteSearch(SQLiteIsolated):
@@ -287,33 +325,68 @@ class SQLiteSearch(SQLiteIsolated):
         )
         return [term for _, term in self._stems(words)]
 
-    def _stems(self, words: Sequence[str]) -> list[tuple[str, str]]:
+    def _stems(self, words: Sequence[str], *, cached: bool = True) -> list[tuple[str, str]]:
         """(word, index term) pairs, tokenised exactly as the keyword index does.
 
-        Each word's terms are remembered (the tokenizer is fixed), so only words
-        not seen before go through SQLite's tokenizer.
+        With ``cached``, each word's terms are remembered (the tokenizer is fixed;
+        the :data:`STEM_CACHE_WORDS` most recently used), so only words not seen
+        before go through SQLite's tokenizer. An isolated caller's search passes
+        False: what other callers' searches stemmed never makes it faster, so its
+        time says nothing about which words were seen before.
         """
         if not words:
             return []
-        cache: dict[str, tuple[str, ...]] | None = getattr(self, "_stem_cache", None)
-        if cache is None or len(cache) > 100_000:
-            cache = {}
-            self._stem_cache = cache
-        todo = list(dict.fromkeys(w for w in words if w not in cache))
+        if not cached:
+            found = self._tokenize(list(dict.fromkeys(words)))
+            return [(word, term) for word in words for term in found[word]]
+        cache: StemCache | None = self.__dict__.get("_stem_cache")
+        if cache is None:
+            cache = self.__dict__.setdefault("_stem_cache", StemCache(STEM_CACHE_WORDS))
+        known = cache.get_many(words)
+        todo = list(dict.fromkeys(w for w in words if w not in known))
         if todo:
-            conn = self.conn
+            found = self._tokenize(todo)
+            cache.put_many(found)
+            known.update(found)
+        return [(word, term) for word in words for term in known[word]]
+
+    def _tokenize(self, words: list[str]) -> dict[str, tuple[str, ...]]:
+        """Each of ``words`` (distinct) -> its index terms, in order: all of them one
+        document of the query tokenizer, a marker token between two words (one
+        insert and one read, at about a microsecond a word; a row a word took 40-190).
+        Words holding the marker character go a row each."""
+        plain = [w for w in words if _BETWEEN not in w]
+        out: dict[str, tuple[str, ...]] = {}
+        conn = self.conn
+        if plain:
+            conn.execute(
+                "INSERT INTO temp.query_tokens(rowid, word) VALUES (1, ?)",
+                (f" {_BETWEEN} ".join(plain),),
+            )
+            terms: list[list[str]] = [[] for _ in plain]
+            at = 0
+            for (term,) in conn.execute(
+                "SELECT term FROM temp.query_terms WHERE doc = 1 ORDER BY offset"
+            ):
+                if term == _BETWEEN:
+                    at += 1
+                else:
+                    terms[at].append(term)
+            conn.execute("DELETE FROM temp.query_tokens")
+            out.update(zip(plain, map(tuple, terms), strict=True))
+        odd = [w for w in words if _BETWEEN in w]
+        if odd:
             conn.executemany(
                 "INSERT INTO temp.query_tokens(rowid, word) VALUES (?, ?)",
-                list(enumerate(todo, start=1)),
+                list(enumerate(odd, start=1)),
             )
-            found: dict[str, list[str]] = {w: [] for w in todo}
+            found: dict[str, list[str]] = {w: [] for w in odd}
             rows = conn.execute("SELECT doc, term FROM temp.query_terms ORDER BY doc, offset")
             for doc, term in rows:
-                found[todo[doc - 1]].append(term)
+                found[odd[doc - 1]].append(term)
             conn.execute("DELETE FROM temp.query_tokens")
-            for word, terms in found.items():
-                cache[word] = tuple(terms)
-        return [(word, term) for word in words for term in cache[word]]
+            out.update((word, tuple(terms)) for word, terms in found.items())
+        return out
 
     def _write_stamp(self) -> int:
         """A counter that grows with every vector change (so with every memory
