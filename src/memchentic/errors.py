@@ -93,9 +93,9 @@ class ForbiddenError(MemchenticError):
 
     code = "forbidden"
 
-    def __init__(self, memory_id: str) -> None:
+    def __init__(self, memory_id: str, message: str | None = None) -> None:
         self.memory_id = memory_id
-        super().__init__(f"you may not change memory {memory_id}")
+        super().__init__(message or f"you may not change memory {memory_id}")
 
 
 class StoreError(MemchenticError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..identity import Grant, Identity, Membership, Team
 from .namespaces import Namespace, check_identifier, parse_namespace, read_scope, scope_namespace
-from .policy import CHARTER_TYPE, TRUSTED, AccessPolicy, Principal, Scope
+from .policy import CHARTER_TYPE, TRUSTED, AccessPolicy, Principal, Scope, slot_right
 
 __all__ = [
     "CHARTER_TYPE",
@@ -27,4 +27,5 @@ __all__ = [
     "parse_namespace",
     "read_scope",
     "scope_namespace",
+    "slot_right",
 ]

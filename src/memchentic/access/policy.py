@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 CHARTER_TYPE = "charter"
 
 
+def slot_right(namespace: str, slot_key: str | None, type_: str) -> str:
+    """The type whose right a write of ``type_`` into ``slot_key`` needs. A group's
+    ``charter`` slot holds its charter, so a write into it, whatever type it
+    claims, replaces the charter: only those who may write the charter may."""
+    if slot_key == CHARTER_TYPE and namespace.startswith("group:"):
+        return CHARTER_TYPE
+    return type_
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who is calling: the trusted local principal, or an identity."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import validation as check
 from ..clock import as_utc, utcnow
-from ..errors import NotFoundError, ValidationError
+from ..errors import ForbiddenError, NotFoundError, ValidationError
 from ..graph.ask import MAX_PASSAGES, NO_ANSWER, SYSTEM_PROMPT, is_evidence
 from ..graph.consolidate import strength_order
 from ..ids import new_id
@@ -25,6 +25,7 @@ from ..write.resolve import diff, record_version
 from ..write.secrets import police_value
 from .gate import Gate, now_of
 from .parts import Parts
+from .quotas import check_revival
 
 #: Deepest neighbourhood ``neighbors`` explores.
 MAX_DEPTH = 3
@@ -87,17 +88,22 @@ class Graph:
 
     def delete_edge(self, edge_id: str) -> bool:
         """Remove an edge (the caller must be able to write both ends). Removing a
-        ``supersedes`` edge brings the older memory back into reads."""
+        ``supersedes`` edge brings the older memory back into reads (a working
+        memory within ``WORKING_MEMORY_MAX_PER_IDENTITY``, as ``restore``)."""
         check.identifier(edge_id, "edge_id")
         with self.gate.write():
             edge = self.gate.get_edge(edge_id)
             if edge is None:
                 return False
-            try:
-                self.gate.writable(edge.source)
-                self.gate.writable(edge.target)
+            try:  # both ends seen before either is judged writable
+                source, target = self.gate.visible(edge.source), self.gate.visible(edge.target)
             except NotFoundError:
                 return False  # an edge into an invisible namespace does not exist for you
+            for end in (source, target):
+                if not self.gate.can_write(end.namespace, end.type):
+                    raise ForbiddenError(end.id)
+            if edge.kind == "supersedes" and target.superseded_by == source.id:
+                check_revival(self.gate, target, replace(target, superseded_by=None), utcnow())
             return self.gate.delete_edge(edge_id)
 
     # --- entities and neighbourhoods --------------------------------------------------

@@ -180,14 +180,17 @@ class Sessions:
         **options: Any,
     ) -> WriteResult:
         """Remember something for this session only (type ``working``); with ``key``, a
-        second write of the same key replaces the first. Expires after
+        second write of the same key replaces the first (an empty or blank ``key``
+        is a :class:`ValidationError` naming ``key``). Expires after
         ``WORKING_MEMORY_TTL_DAYS`` unless ``ttl_days`` or ``permanent`` say otherwise."""
         sid = resolve_session_id(self.gate, session_id, options.get("user_id"))
         if key is not None:
             prefix = f"session:{sid}:working:"
-            # checked under the caller's name: the slot key it becomes is ours
+            # checked under the caller's name: the slot key it becomes is ours; an
+            # empty or blank key is an error, never "no key" (a new memory each time)
+            check.scope_value(key, "key")
             key = check.optional_text(key, "key", max(1, check.SLOT_KEY_CHARS - len(prefix)))
-            options["slot_key"] = f"{prefix}{key}" if key is not None else None
+            options["slot_key"] = f"{prefix}{key}"
         if "ttl_days" not in options and "permanent" not in options:
             ttl = self.parts.settings.working_memory_ttl_days
             options["permanent"] = ttl == 0

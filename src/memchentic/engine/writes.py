@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from .. import validation as check
-from ..access.policy import CHARTER_TYPE
+from ..access.policy import CHARTER_TYPE, slot_right
 from ..clock import as_utc, utcnow
-from ..errors import NamespaceError, NotFoundError, ValidationError
+from ..errors import ForbiddenError, NamespaceError, NotFoundError, ValidationError
 from ..ids import new_id
 from ..lifetime import initial_expiry
 from ..record import MemoryRecord, WriteResult, normalise_type
@@ -32,7 +32,7 @@ from ..write.secrets import (
 from ..write.statements import memory_embedding_text
 from .gate import Gate, now_of
 from .parts import Parts
-from .quotas import check_working_cap
+from .quotas import check_revival, check_working_cap
 
 
 @dataclass(slots=True)
@@ -136,6 +136,7 @@ class Writes:
             for prep, policy, link in zip(prepared, policies, linking, strict=True)
         ]  # fmt: skip
         with self.gate.write():
+            self._check_slots([p.record for p in todo], scopes)
             check_working_cap(self.gate, [p.record for p in todo], utcnow())
             resolved = iter(resolve_many([
                 (ctx, prep.record, by_id[prep.record.id])
@@ -153,6 +154,25 @@ class Writes:
             pending.append(_write_event(prep.record, result))
         self.gate.emit_many(pending)
         return results
+
+    def _check_slots(
+        self, records: Sequence[MemoryRecord], scopes: dict[tuple[Any, ...], Any]
+    ) -> None:
+        """A keyed write changes the memory its slot holds: refused whole
+        (:class:`ForbiddenError`, nothing stored) when the caller may not write that
+        memory (a group's charter under any key). Inside the write's transaction."""
+        if self.gate.principal.trusted:
+            return
+        for record in records:
+            if not record.slot_key:
+                continue
+            held = self.gate.find_slot(record.namespace, record.slot_key)
+            if held is None:
+                continue
+            if (held.namespace, held.type) not in scopes:
+                scopes[held.namespace, held.type] = self.gate.can_write(held.namespace, held.type)
+            if not scopes[held.namespace, held.type]:
+                raise ForbiddenError(held.id)
 
     def _prepare(
         self,
@@ -201,6 +221,14 @@ class Writes:
             raise NamespaceError("namespace", "you cannot write to this namespace")
         if type_ == CHARTER_TYPE:
             slot_key = CHARTER_TYPE  # one charter per group: a new one replaces it
+        elif (right := slot_right(ns, slot_key, type_)) != type_:
+            if (ns, right) not in scopes:
+                scopes[ns, right] = self.gate.can_write(ns, right)
+            if not scopes[ns, right]:
+                raise ForbiddenError(
+                    str(slot_key), f"slot_key: {slot_key!r} holds the group's {right}; only "
+                    f"the group's admins write it",
+                )  # fmt: skip
         clock = now_of(now)
         created = as_utc(created_at, "created_at") or clock
         meta = check.metadata(metadata, s)
@@ -265,6 +293,7 @@ class Writes:
                 new.expires_at = max(
                     new.expires_at, initial_expiry(now, self.parts.settings) or now
                 )
+            check_revival(self.gate, old, new, now)  # an expired one, or one retyped
             vector = None
             if new.content != old.content or new.title != old.title:
                 new.polarity = self.parts.polarity.polarity(new.content)
@@ -471,7 +500,9 @@ class Writes:
         ``memory.restored`` event record it. Status ``restored`` (``ids``: it, then
         the newer memories the caller can see), or ``unchanged`` when it is neither
         superseded nor expired. The caller must be able to write the memory; one it
-        cannot see is a :class:`NotFoundError` (issue 31, item 7)."""
+        cannot see is a :class:`NotFoundError` (issue 31, item 7). A working memory
+        made live again counts against ``WORKING_MEMORY_MAX_PER_IDENTITY`` as a new
+        one would, for the identity that first wrote it (refused over it)."""
         when = now_of(now)
         with self.gate.write():
             old = self.gate.writable(memory_id)
@@ -480,13 +511,14 @@ class Writes:
             if not (old.superseded_by or hiding or expired):
                 return WriteResult("unchanged", old.id, [old.id],
                                    reason="not superseded or expired", memory=old)  # fmt: skip
-            for edge in hiding:
-                self.gate.delete_edge(edge.id)
             new = replace(old, superseded_by=None)
             if expired:
                 new.expires_at = initial_expiry(
                     when, self.parts.settings, speech=records_speech(old.type, "", old.metadata)
                 )
+            check_revival(self.gate, old, new, when)  # live again: within the cap
+            for edge in hiding:
+                self.gate.delete_edge(edge.id)
             self.gate.update(new)
             ctx = self.gate.write_context(when)
             record_version(ctx, new.namespace, new.id, "restore", diff(old, new))
