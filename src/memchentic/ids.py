@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -45,3 +46,11 @@ def new_id(ms: int | None = None) -> str:
     with _lock:
         _count = (_count + 1) & _LOW40
         return _encode(now, _count << 40 | low)
+
+
+def derived_id(ms: int, seed: str) -> str:
+    """The ULID of time ``ms`` whose random part is a digest of ``seed``: the same
+    seed gives the same id (an import renaming a record whose id is taken gives it
+    the same new id each time, so importing the file again skips it)."""
+    rand = int.from_bytes(hashlib.blake2b(seed.encode("utf-8"), digest_size=10).digest(), "big")
+    return _encode(max(ms, 0), rand)

@@ -12,16 +12,17 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 import numpy as np
 
 from .. import validation as check
-from ..access import parse_namespace
+from ..access import parse_namespace, slot_right
 from ..clock import as_utc, to_text, utcnow
 from ..errors import MemchenticError, ValidationError
+from ..ids import derived_id, new_id
 from ..record import EDGE_KINDS, Edge, MemoryRecord, Version, normalise_type
 from ..reports import ImportReport
 from ..store.base import MemoryFilter
@@ -29,6 +30,7 @@ from ..text import KEYWORD_LANGUAGES, KEYWORD_RULES
 from ..write.secrets import effective_policy, police_record, police_value
 from ..write.statements import memory_embedding_text
 from .gate import Gate
+from .quotas import CapTally
 
 
 class SupportsGate(Protocol):
@@ -217,7 +219,15 @@ def import_jsonl(
     ``strict=True`` any bad line refuses the whole file and nothing is written.
     Memories whose id already exists are skipped (counted in ``skipped``). Secrets
     follow ``SECRET_POLICY`` (or ``secrets``, as for ``add``): a line holding one is
-    a bad line under ``refuse``, redacted under ``redact``."""
+    a bad line under ``refuse``, redacted under ``redact``.
+
+    An identity imports under its rights (docs/access.md, "Import is a write like
+    any other"): a memory only into a namespace it may write (a group's charter,
+    and its slot, by the group's admins only), an edge only between memories it may
+    change, a version only of a memory it may change, recorded with the importer as
+    its actor. What it may not read answers as what does not exist: a line that
+    names such an id is skipped like one naming a missing id, and a record whose
+    id is taken by such a memory is imported under an id of its own."""
     if isinstance(source, str | Path):
         with open(source, encoding="utf-8") as handle:
             return import_jsonl(on, handle, strict=strict, secrets=secrets)
@@ -225,64 +235,178 @@ def import_jsonl(
     policy = effective_policy(secrets, gate.parts.settings.secret_policy,
                               trusted=gate.principal.trusted)  # fmt: skip
     report = ImportReport()
-    parsed: list[tuple[str, Any]] = []
+    parsed: list[tuple[int, str, Any]] = []
     for number, text in enumerate(source, start=1):
         if not text.strip():
             continue
         try:
-            parsed.append(_parse_line(number, text, gate, policy))
+            parsed.append((number, *_parse_line(number, text, gate, policy)))
         except KeyError as exc:
             report.errors.append((number, f"{exc.args[0]}: is required"))
         except (MemchenticError, TypeError, ValueError) as exc:
             report.errors.append((number, str(exc)))
     if strict and report.errors:
         return report
-    headers = [item for kind, item in parsed if kind == "header"]
+    headers = [item for _, kind, item in parsed if kind == "header"]
     if headers and gate.principal.trusted:  # a store-wide choice: the local principal's
         language, rules = headers[0]
         if language is not None:
             gate.adopt_language(language)  # a new store stems as the exported one did
         if rules is not None:
             gate.adopt_rules(rules)  # and splits words by the same rules
+    run = _Import(gate, report)
     with gate.write():
-        for kind, item in parsed:
-            if kind != "memory":
-                continue
-            record, vector = item
-            try:
-                allowed = gate.can_write(record.namespace, record.type)
-            except ValidationError:
-                allowed = False
-            if not allowed:
-                report.skipped += 1
-                continue
-            if gate.exists(record.id):
-                report.skipped += 1
-                continue
-            if vector is None:
-                vector = gate.parts.embedder.embed(
-                    memory_embedding_text(record.title, record.content)
-                )
-            superseded_by, record.superseded_by = record.superseded_by, None
-            gate.insert(record, vector)
-            record.superseded_by = superseded_by
-            report.memories += 1
-        for kind, item in parsed:
+        for number, kind, item in parsed:
+            if kind == "memory":
+                run.memory(number, *item)
+        for number, kind, item in parsed:
             if kind == "edge":
-                if not (gate.exists(item.source) and gate.exists(item.target)):
-                    report.skipped += 1
-                    continue
-                if any(e.id == item.id for e in gate.edges(item.source)):
-                    report.skipped += 1
-                    continue
-                gate.add_edge(item)
-                report.edges += 1
+                run.edge(number, item)
             elif kind == "version":
-                if not gate.exists(item.memory_id) or any(  # no versions of nothing
-                    v.version == item.version for v in gate.versions(item.memory_id)
-                ):
-                    report.skipped += 1
-                    continue
-                gate.add_version(item)
-                report.versions += 1
+                run.version(item)
+        run.first_versions()
+    report.errors.sort()
     return report
+
+
+class _Import:
+    """One import inside its write transaction: what it renamed and inserted, and the
+    checks of the importer's rights (none for the trusted local principal, whose
+    import restores a backup as it was)."""
+
+    def __init__(self, gate: Gate, report: ImportReport) -> None:
+        self.gate = gate
+        self.report = report
+        self.trusted = gate.principal.trusted
+        self.actor = gate.actor
+        self.now = utcnow()
+        self.tally = CapTally(gate, self.now)
+        #: file id -> stored id, for the records imported under an id of their own
+        self.renamed: dict[str, str] = {}
+        #: the memories this import inserted
+        self.inserted: list[str] = []
+        #: the version numbers of each memory the import added versions to
+        self._numbers: dict[str, set[int]] = {}
+
+    def _skip(self) -> None:
+        self.report.skipped += 1
+
+    def _taken(self, memory_id: str) -> bool:
+        """Whether a memory, or the history of one (a tombstone), holds the id."""
+        return self.gate.exists(memory_id) or bool(self.gate.versions(memory_id))
+
+    def _changeable(self, memory_id: str) -> MemoryRecord | None:
+        """The memory, if the importer may change it; else None, as for a missing id."""
+        if self.trusted:
+            return self.gate.readable(memory_id)
+        record = self.gate.readable(memory_id)
+        if record is None or not self.gate.can_write(record.namespace, record.type):
+            return None
+        return record
+
+    def _own_id(self, record: MemoryRecord) -> str | None:
+        """The id to store ``record`` under: its own, or (taken by a memory the
+        importer cannot read) one derived from it, the same each time; None when the
+        importer already holds it (skipped)."""
+        gate = self.gate
+        if self.trusted:
+            return None if gate.exists(record.id) else record.id
+        if gate.readable(record.id) is not None:
+            return None
+        if not self._taken(record.id):
+            return record.id
+        ms = int((record.created_at or self.now).timestamp() * 1000)
+        renamed = derived_id(ms, f"{self.actor}\x00{record.id}")
+        if gate.readable(renamed) is not None:
+            self.renamed[record.id] = renamed  # the file's edges and versions follow it
+            return None  # imported before, under that id
+        return renamed if not self._taken(renamed) else new_id(ms)
+
+    def memory(self, number: int, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        gate = self.gate
+        try:
+            right = slot_right(record.namespace, record.slot_key, record.type)
+            allowed = gate.can_write(record.namespace, record.type) and (
+                right == record.type or gate.can_write(record.namespace, right)
+            )
+        except ValidationError:
+            allowed = False
+        if not allowed:
+            return self._skip()
+        stored = self._own_id(record)
+        if stored is None:
+            return self._skip()
+        if record.slot_key and gate.find_slot(record.namespace, record.slot_key):
+            return self._skip()  # the slot is taken: a keyed write, not an import, changes it
+        # ``superseded_by`` is never taken from the line: a supersedes edge sets it
+        fresh = replace(record, id=stored, superseded_by=None)
+        try:
+            self.tally.take(fresh)
+        except ValidationError as exc:
+            self.report.errors.append((number, str(exc)))
+            return None
+        if vector is None:
+            vector = gate.parts.embedder.embed(memory_embedding_text(fresh.title, fresh.content))
+        gate.insert(fresh, vector)
+        if stored != record.id:
+            self.renamed[record.id] = stored
+        self.inserted.append(stored)
+        self._numbers[stored] = set()
+        self.report.memories += 1
+        return None
+
+    def edge(self, number: int, edge: Edge) -> None:
+        gate = self.gate
+        source = self.renamed.get(edge.source, edge.source)
+        target = self.renamed.get(edge.target, edge.target)
+        if self._changeable(source) is None or self._changeable(target) is None:
+            return self._skip()
+        edge = replace(edge, source=source, target=target)
+        held = gate.get_edge(edge.id)
+        if held is not None and (held.source, held.target) == (source, target):
+            return self._skip()  # imported before
+        if held is not None:  # an id taken elsewhere: one of its own, the same each time
+            ms = int(edge.created_at.timestamp() * 1000)
+            edge = replace(edge, id=derived_id(ms, f"{self.actor}\x00{edge.id}"))
+            if gate.get_edge(edge.id) is not None:
+                return self._skip()
+        if edge.kind == "supersedes" and not self.trusted:
+            try:
+                gate.check_no_cycle(source, target)  # as ``relate`` refuses it
+            except ValidationError as exc:
+                self.report.errors.append((number, str(exc)))
+                return None
+        gate.add_edge(edge)
+        self.report.edges += 1
+        return None
+
+    def version(self, version: Version) -> None:
+        memory_id = self.renamed.get(version.memory_id, version.memory_id)
+        if self._changeable(memory_id) is None:  # no versions of nothing
+            return self._skip()
+        numbers = self._held_numbers(memory_id)
+        if version.version in numbers:
+            return self._skip()
+        if not self.trusted:  # nobody signs for another: the claim is kept, as a claim
+            changes = dict(version.changes)
+            if version.actor != self.actor:
+                changes.setdefault("imported_actor", [None, version.actor])
+            version = replace(version, actor=self.actor, changes=changes)
+        self.gate.add_version(replace(version, memory_id=memory_id))
+        numbers.add(version.version)
+        self.report.versions += 1
+        return None
+
+    def _held_numbers(self, memory_id: str) -> set[int]:
+        if memory_id not in self._numbers:
+            self._numbers[memory_id] = {v.version for v in self.gate.versions(memory_id)}
+        return self._numbers[memory_id]
+
+    def first_versions(self) -> None:
+        """An identity's imported memory without a version 1 gets one (op ``import``),
+        so who wrote it (the working-memory cap, ``written_by``) is the importer."""
+        if self.trusted:
+            return
+        for memory_id in self.inserted:
+            if 1 not in self._held_numbers(memory_id):
+                self.gate.add_version(Version(memory_id, 1, "import", self.actor, self.now, {}))
