@@ -42,6 +42,23 @@ def test_fold_makes_forms_of_a_word_agree() -> None:
     assert rerank.fold("glass") == "glass" and rerank.fold("is") == "is"
 
 
+def test_long_words_sent_in_queries_are_not_remembered(make_mem: Callable[..., Memory]) -> None:
+    """The stage remembers the folds of short words only: 40 searches of one distinct
+    8,000-character word each (and a few short ones) add none of the long words to its
+    caches (65,536 of them held a gigabyte), and a long word still folds as a short
+    one does."""
+    mem = make_mem()
+    long_word = "Ferns" + "q" * 8000
+    mem.add(f"Quentin waters the ferns and keeps {long_word} in a jar")
+    before = rerank._fold.cache_info().currsize, rerank._folded_short.cache_info().currsize
+    for i in range(40):
+        mem.search(f"who waters the ferns {i:03d}{'z' * 8000}")
+    after = rerank._fold.cache_info().currsize, rerank._folded_short.cache_info().currsize
+    assert after[0] - before[0] <= 20 and after[1] - before[1] <= 20, (before, after)
+    assert rerank.fold(long_word + "s") == rerank.fold(long_word) == long_word.lower()
+    assert rerank.query_cues(f"where is {long_word}").terms == (long_word.lower(),)
+
+
 def test_query_cues_read_words_weights_names_and_the_wh_type() -> None:
     q = cues()
     assert q.terms == ("caroline", "go", "lgbtq", "support", "group")

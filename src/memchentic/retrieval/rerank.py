@@ -77,13 +77,22 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _CAPITAL = re.compile(r"^[A-Z][\w'-]*$")
 
 
-@functools.lru_cache(maxsize=1 << 16)
+#: Longer words are folded afresh each time, not remembered: a query may be one word
+#: of 8,000 characters, and 65,536 of them would hold a gigabyte.
+MAX_REMEMBERED_WORD = 64
+
+
 def fold(word: str) -> str:
     """A lower-cased word with its common English inflection folded away
     (``groups`` -> ``group``, ``painted`` -> ``paint``, ``stories`` ->
     ``story``), so a question and a memory that use two forms of a word agree.
-    Short words are left as they are. (Remembered: the stage folds every word
-    of its candidates at every search.)"""
+    Short words are left as they are. (Remembered, up to :data:`MAX_REMEMBERED_WORD`
+    characters: the stage folds every word of its candidates at every search.)"""
+    return _fold(word) if len(word) <= MAX_REMEMBERED_WORD else _fold.__wrapped__(word)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fold(word: str) -> str:
     w = word.lower()
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
@@ -198,9 +207,15 @@ class DocText:
         return frozenset(zip(self.terms, self.terms[1:], strict=False))
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _folded(word: str) -> tuple[str, bool]:
     """A lower-cased word's fold, and whether it is a content word (no stopword)."""
+    if len(word) > MAX_REMEMBERED_WORD:
+        return fold(word), True
+    return _folded_short(word)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _folded_short(word: str) -> tuple[str, bool]:
     return fold(word), word not in STOPWORDS
 
 
