@@ -183,6 +183,16 @@ def test_an_imported_record_claims_only_what_the_importer_may_write(mem: Memory)
     again = bob.import_(_jsonl(_record(_unused_id(), team, "a second status", slot_key="status")))
     assert again == ImportReport(skipped=1)
     assert mem.get(taken.id).content == "bob's status"
+    # the use a line claims does not rank it for others: as add starts, in a shared namespace
+    claimed = {"kind": "guide", "reinforcement": 10**9, "recall_count": 10**9}
+    shared, private = _unused_id(), _unused_id()
+    own_ns = bob.add("bob's anchor").memory.namespace  # type: ignore[union-attr]
+    assert bob.import_(_jsonl(_record(shared, team, "Always pair on releases", **claimed),
+                              _record(private, own_ns, "Always nap after lunch", **claimed))
+                       ).memories == 2  # fmt: skip
+    got = mem.get(shared, touch=False)
+    assert (got.reinforcement, got.recall_count) == (1, 0)
+    assert mem.get(private, touch=False).reinforcement == 10**9  # its own: only its own reads
     # the same lines from the trusted principal keep their claims (a backup restore)
     assert mem.import_(_jsonl(_version(charter.id, 7, alice.principal.identity_id))).versions == 1
 

@@ -340,6 +340,9 @@ class _Import:
             return self._skip()  # the slot is taken: a keyed write, not an import, changes it
         # ``superseded_by`` is never taken from the line: a supersedes edge sets it
         fresh = replace(record, id=stored, superseded_by=None)
+        if not self.trusted and record.namespace != gate.own_namespace:
+            # where others read, the use it claims ranks it for them: as ``add`` starts
+            fresh = replace(fresh, reinforcement=1, recall_count=0, last_recalled_at=None)
         try:
             self.tally.take(fresh)
         except ValidationError as exc:
