@@ -140,13 +140,18 @@ class _Unsure(RuleResolver):
                         thread_rule="update:unsure")  # fmt: skip
 
 
-_TABLE = {"Parking spot: level 2.": [1, 0.2, 0], "We leave the van in the north garage.": [1, 0.25, 0]}
+_TABLE = {
+    "Parking spot: level 2.": [1, 0.2, 0],
+    "We leave the van in the north garage.": [1, 0.25, 0],
+}
 
 
 def test_an_unsure_update_keeps_both_and_links_them(make_mem: Callable[..., Memory]) -> None:
     mem = make_mem(embedder=TableEmbedder(_TABLE), resolver=_Unsure())
     first = mem.add("Parking spot: level 2.", user_id="ana", now=NOV, permanent=True)
-    second = mem.add("We leave the van in the north garage.", user_id="ana", now=DEC, permanent=True)
+    second = mem.add(
+        "We leave the van in the north garage.", user_id="ana", now=DEC, permanent=True
+    )
     assert second.status == "added"
     [edge] = mem.edges(second.id)
     assert (edge.kind, edge.source, edge.target) == ("contradicts", second.id, first.id)
