@@ -69,13 +69,38 @@ _KEY = re.compile(r"^[A-Za-z0-9_\-]{1,64}(?:\.[A-Za-z0-9_\-]{1,64}){0,7}$")
 Scalar: TypeAlias = str | int | float | bool | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Condition:
-    """``metadata[path] <op> value``."""
+    """``metadata[path] <op> value``. Two conditions are equal (and hash alike) only
+    when their operands are of the same JSON type too: in Python ``True == 1`` and
+    ``hash(True) == hash(1)``, but a filter on ``true`` is not one on ``1``, and a
+    cache keyed by filters (the rows a filter passed) must not answer one for the
+    other."""
 
     path: tuple[str, ...]
     op: str
     value: Any
+
+    def _key(self) -> tuple[Any, ...]:
+        return self.path, self.op, typed(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Condition):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def typed(value: Any) -> Any:
+    """``value`` with the type of each of its scalars beside it: what tells ``True``,
+    ``1`` and ``1.0`` apart when compared or hashed."""
+    if isinstance(value, list | tuple):
+        return "list", tuple(typed(v) for v in value)
+    if isinstance(value, Mapping):
+        return "object", tuple(sorted((str(k), typed(v)) for k, v in value.items()))
+    return type(value).__name__, value
 
 
 @dataclass(frozen=True, slots=True)
