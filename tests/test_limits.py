@@ -92,6 +92,7 @@ def test_the_cli_shows_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MEMCHENTIC_MAX_QUERY_CHARS", "20")
     monkeypatch.setenv("MEMCHENTIC_LIST_MAX_LIMIT", "5")
     store = str(tmp_path / "cli.db")
+    Memory(store=store, embedder="hash").close()  # search and list read a store
     runner = CliRunner()
     result = runner.invoke(app, ["search", "w" * 21, "--store", store, "--embedder", "hash"])
     assert result.exit_code == 2

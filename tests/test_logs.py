@@ -61,8 +61,10 @@ def test_text_is_left_to_uvicorn_and_python() -> None:
 
 
 def test_the_cli_logs_json_lines_with_the_setting(tmp_path: Path) -> None:
+    from memchentic import Memory
     from memchentic.cli import app
 
+    Memory(store=str(tmp_path / "m.db"), embedder="hash").close()  # stats reads a store
     logger = logging.getLogger("memchentic")
     saved = (list(logger.handlers), logger.level, logger.propagate)
     try:

@@ -54,7 +54,7 @@ def check(as_json: JsonOpt = False, store: StoreOpt = None, embedder: EmbedderOp
 
     Example: memchentic check --json
     """
-    with opened_store(store) as (opened, cfg):
+    with opened_store(store, "check") as (opened, cfg):
         report = opened.check()
         problem = _embedder_problem(opened, embedder, cfg)
     if embedder is not None:
@@ -93,7 +93,7 @@ def backup(
     """
     from ..backup import backup as run_backup
 
-    with opened_store(store) as (opened, cfg):
+    with opened_store(store, "backup") as (opened, cfg):
         problem = _embedder_problem(opened, embedder, cfg)
         if problem:
             fail(problem)

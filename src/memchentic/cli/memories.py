@@ -4,6 +4,7 @@ history, gc, export, import, reindex and stats; each calls one method of
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ from rich.text import Text
 
 from .. import metadata_filter
 from ..choices import DUPLICATE_POLICIES, KINDS, PROFILES, spoken
+from ..errors import ValidationError
 from ..memory import Memory
 from ..record import MemoryRecord, SearchHit
 from .options import (
@@ -44,6 +46,25 @@ from .output import (
     progress_bar,
 )
 from .runtime import file_errors, opens_memory, stdin_or, write_by_id
+
+
+def _filters(text: str | None) -> dict[str, Any] | None:
+    """``--filter``'s JSON object; text that is not JSON at all is refused as such, with
+    the parser's reason and position (the bounds on its size and nesting first)."""
+    try:
+        return metadata_filter.loads(text, "filter")
+    except ValidationError as exc:
+        if text is None or exc.rule != "must be a JSON object":
+            raise
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as bad:
+            raise ValidationError(
+                "filter", f"is not valid JSON: {bad.msg} at line {bad.lineno} column "
+                f"{bad.colno} (character {bad.pos + 1})",
+            ) from None  # fmt: skip
+        raise
+
 
 #: The signals of the rrf profile, shown as columns by ``search --trace``.
 RRF_SIGNALS: tuple[str, ...] = ("match", "freshness", "path", "confidence", "usage")
@@ -202,7 +223,7 @@ def search(
         include_superseded=include_superseded,
         as_of=as_of,
         include_trace=trace,
-        filters=metadata_filter.loads(filter_, "filter"),
+        filters=_filters(filter_),
         threshold=threshold,
     )
     if as_json:
@@ -278,7 +299,7 @@ def list_(
         include_expired=include_expired,
         include_superseded=include_superseded,
         as_of=as_of,
-        filters=metadata_filter.loads(filter_, "filter"),
+        filters=_filters(filter_),
     )
     if as_json:
         echo_json([r.to_dict() for r in records])

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -24,7 +25,7 @@ from ..errors import MemchenticError, NotFoundError
 from ..memory import Memory
 from ..record import WriteResult
 from ..settings import Settings
-from ..store import Store, open_store
+from ..store import Store, is_libpq_string, open_store
 from .options import EmbedderOpt, JsonOpt, MemoryIdArg, StoreOpt
 from .output import fail, print_write, warn
 
@@ -35,6 +36,14 @@ from .output import fail, print_write, warn
 TRUSTED_ONLY: frozenset[str] = frozenset(
     {"keys", "reindex", "migrate", "serve", "check", "backup", "restore"}
 )
+
+
+#: Commands that may make the store they are given (the first write can be theirs);
+#: any other command on a SQLite path where no store is fails and creates nothing.
+CREATES_STORE: frozenset[str] = frozenset({
+    "add", "import", "learn", "serve", "mcp", "session turn", "keys create",
+    "identity create", "group create", "org create",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,32 @@ def settings() -> Settings:
         fail(f"invalid setting ({problems})")
 
 
+def command_name(ctx: typer.Context) -> str:
+    """The command's words below the program: ``search``, ``session turn``."""
+    words = []
+    while ctx.parent is not None:
+        words.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(words))
+
+
+def require_store(location: str, command: str) -> None:
+    """Fail, creating nothing, when ``location`` is a SQLite path where no store is
+    and ``command`` is none of :data:`CREATES_STORE`: a mistyped ``--store`` answers
+    an error, not an empty result from a new empty store."""
+    if command in CREATES_STORE or "://" in location and not location.startswith("sqlite:"):
+        return
+    try:
+        if is_libpq_string(location):
+            return
+    except MemchenticError as exc:
+        fail(str(exc))
+    path = Path(location.removeprefix("sqlite://")).expanduser()
+    if not path.exists():
+        fail(f"no store at {path}: `{command}` works on a store that exists and makes "
+             "none (`add`, `import` or `serve` make one)")  # fmt: skip
+
+
 @contextmanager
 def memory(
     ctx: typer.Context, store: str | None, embedder: str | None, *, check_embedder: bool = True
@@ -94,6 +129,7 @@ def memory(
     """Open the store as the ``--as`` identity; memchentic errors become ``error: ...``
     (exit code 1 for not found, else 2)."""
     cfg = settings()
+    require_store(store or cfg.default_store, command_name(ctx))
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
@@ -126,9 +162,10 @@ def trusted(store: str | None) -> Iterator[tuple[Settings, str]]:
 
 
 @contextmanager
-def opened_store(store: str | None) -> Iterator[tuple[Store, Settings]]:
-    """The store alone, no embedder (the trusted-only commands), closed afterwards."""
+def opened_store(store: str | None, command: str) -> Iterator[tuple[Store, Settings]]:
+    """The store alone, no embedder (the trusted-only ``command``), closed afterwards."""
     with trusted(store) as (cfg, location):
+        require_store(location, command)
         opened = open_store(location, cfg)
         try:
             yield opened, cfg

@@ -156,7 +156,7 @@ def keys_create(
 
     if admin == (identity is not None):
         fail("give --identity NAME or --admin")
-    with opened_store(store) as (opened, _):
+    with opened_store(store, "keys create") as (opened, _):
         if identity is not None:
             kind, _sep, key = identity.partition(":") if ":" in identity else ("user", "", identity)
             if opened.find_identity(key, kind) is None:
@@ -181,7 +181,7 @@ def keys_list(
     """
     from ..server.auth import KeyRing
 
-    with opened_store(store) as (opened, _):
+    with opened_store(store, "keys list") as (opened, _):
         found = KeyRing(opened).list()
     if as_json:
         echo_json([k.to_dict() for k in found])
@@ -204,7 +204,7 @@ def keys_revoke(
     """
     from ..server.auth import KeyRing
 
-    with opened_store(store) as (opened, _):
+    with opened_store(store, "keys revoke") as (opened, _):
         done = KeyRing(opened).revoke(key_id)
     if not done:
         fail(f"no API key with id {key_id}", 1)
@@ -215,4 +215,3 @@ def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
     app.command("mcp")(mcp)
     app.add_typer(keys_app, name="keys")
-

@@ -12,11 +12,13 @@ registered below.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from ..errors import ValidationError
 from ..settings import Settings
 from .base import MemoryFilter, Store, StoreStats
+from .conninfo import is_libpq_string
 from .keywords import Budgets, bind_language, bind_rules
 
 #: Builds a store from its location (the whole path or URL) and the settings.
@@ -40,14 +42,30 @@ def register_store(scheme: str, factory: StoreFactory) -> StoreFactory:
     return factory
 
 
+#: What a file name must not hold: a credential written as ``keyword=value``.
+_CREDENTIAL = re.compile(r"(?:password|sslpassword|passfile)\s*=", re.IGNORECASE)
+
+
 def open_store(location: str, settings: Settings) -> Store:
     """Open the store at a path or URL: ``sqlite:///path`` (a plain path is SQLite,
     the default) or ``postgresql://user@host/db`` (optionally ``?schema=NAME``; needs
-    the ``[postgres]`` extra and the pgvector extension on the server), or the scheme
-    of any backend given to :func:`register_store`."""
+    the ``[postgres]`` extra and the pgvector extension on the server), or a libpq
+    keyword/value string (``host=db dbname=mem user=me password=...``), or the scheme
+    of any backend given to :func:`register_store`.
+
+    A plain path that holds a credential (``password=``) is refused, never created:
+    it is a connection string mistyped, and a file would carry the secret in its name."""
     if not isinstance(location, str) or not location.strip():
         raise ValidationError("store", "must be a file path or a store URL")
-    scheme = location.partition("://")[0] if "://" in location else "sqlite"
+    if "://" in location:
+        scheme = location.partition("://")[0]
+    else:
+        scheme = "postgresql" if is_libpq_string(location) else "sqlite"
+    if scheme == "sqlite" and _CREDENTIAL.search(location):
+        raise ValidationError(
+            "store", "holds a password= but is no connection string: write it as "
+            "postgresql://user:PASSWORD@host/db or host=... dbname=... user=... password=...",
+        )  # fmt: skip
     factory = STORES.get(scheme)
     if factory is None:
         raise ValidationError("store", "must be a file path, sqlite:///path or postgresql://...")
@@ -103,6 +121,7 @@ __all__ = [
     "Store",
     "StoreFactory",
     "StoreStats",
+    "is_libpq_string",
     "open_store",
     "register_store",
 ]

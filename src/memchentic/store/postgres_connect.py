@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -46,6 +46,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
 from ..errors import NotAStoreError, StoreError, StoreTimeoutError, ValidationError
+from .conninfo import libpq_pairs
 from .migrations.postgres import TS_CONFIG, migrate
 
 APP_ID = "memchentic"
@@ -136,8 +137,31 @@ def _quoted(name: str) -> str:
     return name if _SCHEMA_NAME.fullmatch(name) else '"' + name.replace('"', '""') + '"'
 
 
+def _split_keywords(conninfo: str) -> tuple[str, str | None, int, str]:
+    """:func:`_split_url` of a libpq keyword/value string ("host=db dbname=mem")."""
+    pairs = libpq_pairs(conninfo) or {}
+    schema, pool_max = pairs.pop("schema", None), pairs.pop("pool_max", None)
+    if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+        raise ValidationError(
+            "store", "schema must be a lower-case SQL name (letters, digits, '_')"
+        )
+    if pool_max is not None and (not pool_max.isdigit() or int(pool_max) < 1):
+        raise ValidationError("store", "pool_max must be a positive integer")
+    libpq = make_conninfo(**pairs)
+    try:
+        conninfo_to_dict(libpq)
+    except psycopg.ProgrammingError:  # its message may quote the string: no password shown
+        raise ValidationError("store", "is not a valid libpq connection string") from None
+    shown = {k: "***" if k in ("password", "sslpassword") else v for k, v in pairs.items()}
+    return (libpq, schema, POOL_MAX if pool_max is None else int(pool_max),
+            make_conninfo(**shown))  # fmt: skip
+
+
 def _split_url(url: str) -> tuple[str, str | None, int, str]:
-    """(libpq URL, schema, pool size, display URL) from a store URL."""
+    """(libpq URL, schema, pool size, display URL) from a store URL, or from a libpq
+    keyword/value string (``host=db dbname=mem user=me``)."""
+    if "://" not in url:
+        return _split_keywords(url)
     parts = urlsplit(url)
     query: list[tuple[str, str]] = []
     schema: str | None = None
@@ -155,7 +179,8 @@ def _split_url(url: str) -> tuple[str, str | None, int, str]:
             pool_max = int(value)
         else:
             query.append((key, value))
-    libpq = urlunsplit(parts._replace(query=urlencode(query)))
+    # %20, not +, for a space: libpq decodes %XX only
+    libpq = urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
     return libpq, schema, pool_max, _display(url)
 
 
