@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -120,3 +121,12 @@ def test_stats_counts(mem: Memory):
     assert stats["memories"] == 3 and stats["by_namespace"] == {"user:s": 2, "user:t": 1}
     assert mem.stats(user_id="s")["memories"] == 2
     assert stats["embedder"] == "hash-v1:384"
+    assert stats["keyword_language"] == "english"
+
+
+def test_stats_say_the_stores_keyword_language(make_mem: Callable[..., Memory]):
+    german = make_mem("de", settings=Settings(keyword_language="german"))
+    assert german.stats()["keyword_language"] == "german"
+    german.close()
+    reopened = make_mem("de", settings=Settings(keyword_language="spanish"))
+    assert reopened.stats()["keyword_language"] == "german"  # the store's, not the setting's

@@ -71,10 +71,13 @@ class Upkeep:
         return report
 
     def stats(self, *, user_id: str | None = None, namespace: str | None = None) -> dict[str, Any]:
+        """Counts of the memories in scope (live, expired, superseded; by namespace,
+        type and kind), edges, versions, vectors, the store's size, schema version and
+        embedder, and ``keyword_language``: the language its keyword index stems in."""
         flt = self.gate.read_filter(
             user_id=user_id, agent_id=None, namespace=namespace, now=utcnow()
         )
-        return self.gate.stats(flt).to_dict()
+        return {**self.gate.stats(flt).to_dict(), "keyword_language": self.gate.keyword_language}
 
     # Whole-store jobs are maintenance: no statement budget (STATEMENT_TIMEOUT_SECONDS).
     def gc(self, *, now: datetime | str | None = None, dry_run: bool = False) -> dict[str, Any]:
