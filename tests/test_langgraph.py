@@ -248,6 +248,26 @@ def test_index_fields_and_unindexed_items(mem: Memory) -> None:
     assert "later" in {r.content for r in mem.list()}
 
 
+def test_langmem_items_are_indexed_in_a_store_configured_for_text(mem: Memory) -> None:
+    """LangMem writes ``{"content": ...}``; a store set up with ``fields: ["text"]``
+    (the docs' first example) indexes their content rather than keeping them unindexed
+    (issue 45, item 7). A put that names its own paths, or ``index=False``, is obeyed."""
+    store = MemchenticStore(mem, index={"fields": ["text"]})
+    ns = ("memories", "u1")
+    store.put(ns, "m1", {"content": "User's favourite editor is Helix"})
+    store.put(ns, "m2", {"content": "User drinks green tea"})
+    store.put(ns, "t1", {"text": "The deploy is on Thursday", "content": "not this"})
+    store.put(ns, "own", {"content": "User owns a red bike"}, index=["text"])
+    store.put(ns, "off", {"content": "User plays chess"}, index=False)
+    texts = {r.metadata[METADATA_KEY]["key"]: (r.content, r.tags) for r in mem.list()}
+    assert texts["m1"][0] == "User's favourite editor is Helix"
+    assert texts["t1"][0] == "The deploy is on Thursday"  # the configured field first
+    assert texts["own"][0] == "own" and texts["off"][0] == "off"  # unindexed: the key
+    assert "langgraph:unindexed" not in texts["m1"][1]
+    hits = store.search(ns, query="favourite editor")
+    assert hits[0].key == "m1" and hits[0].score is not None
+
+
 def test_batch_runs_in_order_and_the_last_put_of_a_key_wins(
     mem: Memory, store: MemchenticStore
 ) -> None:

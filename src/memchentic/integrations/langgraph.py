@@ -18,7 +18,9 @@ How a LangGraph item is kept (``docs/integrations.md`` says the same for users):
 * One store lives in one memchentic namespace (the caller's own by default).
 * An item (namespace tuple, key, value) is one memory. Its ``metadata["langgraph"]``
   holds the namespace, the key and the JSON value; its content is the text to
-  embed: the value's indexed fields, else the value's JSON.
+  embed: the value's indexed fields (by default the whole value as JSON); when a
+  put names none and the store's find no text, the value's ``content`` (what
+  LangMem's tools write); else the key, tagged as unindexed.
 * Its ``slot_key`` is a digest of (namespace, key), so a second ``put`` is a slot
   update: the same memory, ``created_at`` kept, ``updated_at`` moved. ``put`` with
   ``None`` and ``delete`` run ``Memory.delete``.
@@ -317,15 +319,25 @@ def _index_fields(index: Mapping[str, Any] | None) -> list[str]:
     return list(fields)
 
 
+#: The field LangMem's memory tools write (``{"content": ...}``): indexed when the
+#: store's own fields find no text in a value, rather than keeping it unindexed.
+LANGMEM_FIELD = "content"
+
+
 def _index_texts(
     value: Mapping[str, Any], index: Sequence[str] | bool | None, default: list[str]
 ) -> list[str]:
     """The texts at the indexed paths (several for ``[*]``), joined into one memory:
-    memchentic keeps one vector per memory."""
+    memchentic keeps one vector per memory. A put that names no paths, in a value
+    where the store's paths find no text, has its ``content`` indexed (LangMem's
+    items, in a store configured for another shape)."""
     if index is False:
         return []
     paths = default if index is None or index is True else list(index)
-    return [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
+    texts = [t for path in paths for t in get_text_at_path(value, path) if t.strip()]
+    if not texts and index is None and LANGMEM_FIELD in value:
+        texts = [t for t in get_text_at_path(value, LANGMEM_FIELD) if t.strip()]
+    return texts
 
 
 def _digest(namespace: Namespace, key: str | None = None) -> str:
