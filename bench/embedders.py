@@ -3,8 +3,10 @@
     HF_HUB_OFFLINE=1 python bench/embedders.py [--embedders local static onnx-fp32 onnx-int8]
         [--turns 2000] [--seconds 8] [--rounds 3] [--queries 300] [--load N] [--json out.json]
 
-An embedder is a name, optionally ``@threads``: ``local`` (MiniLM through
-sentence-transformers; torch's threads, default one per core), ``static``
+An embedder is a name, optionally ``@threads``: ``local`` / ``local-int8``
+(:class:`memchentic.embed.LocalEmbedder` on ONNX Runtime; intra-op threads
+default ``default_threads()``, the physical cores up to 4), ``torch`` (the same
+model through sentence-transformers; torch's threads, default one per core), ``static``
 (:class:`memchentic.embed.StaticEmbedder`), ``onnx-fp32`` / ``onnx-int8``
 (``bench/harness/onnx_minilm.py``; ONNX Runtime, 1 intra-op thread unless
 ``@N``). One that cannot be built is skipped with a printed line.
@@ -84,12 +86,17 @@ def build(spec: str) -> Embedder:
     """The embedder a spec (``name[@threads]``) names; raises if it cannot be built."""
     name, _, threads_text = spec.partition("@")
     threads = int(threads_text) if threads_text else None
-    if name == "local":
+    if name in ("local", "local-int8"):  # ONNX Runtime (the default runtime)
+        from memchentic.embed import LocalEmbedder
+
+        return LocalEmbedder(threads=threads, int8=name == "local-int8")
+    if name == "torch":  # the local model on torch, as before issue 46
         import torch
 
         from memchentic.embed import LocalEmbedder
 
-        return _TorchThreads(LocalEmbedder(), threads or torch.get_num_threads())
+        inner = LocalEmbedder(runtime="torch")
+        return _TorchThreads(inner, threads or torch.get_num_threads())
     if name == "static":
         from memchentic.embed import StaticEmbedder
 
