@@ -99,9 +99,10 @@ def settings() -> Settings:
 def command_name(ctx: typer.Context) -> str:
     """The command's words below the program: ``search``, ``session turn``."""
     words = []
-    while ctx.parent is not None:
-        words.append(ctx.info_name or "")
-        ctx = ctx.parent
+    level: Any = ctx
+    while level.parent is not None:
+        words.append(level.info_name or "")
+        level = level.parent
     return " ".join(reversed(words))
 
 
