@@ -13,7 +13,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memchentic.write import polarity, relations, statements, words
+from memchentic.write import key_value, polarity, relations, summary, words
 from tests.data.write_pairs import PAIRS
 
 _PIECES = ("can't", "CAN'T", "won't", "Shan't", "doesn't", "don\u2019t", "cannot", "Cannot",
@@ -56,7 +56,7 @@ def _same_reading(text: str) -> None:
     assert (left and left.span()) == (plain and plain.span())
     assert relations.expand_contractions(text) == _expand_all(text)
     for n in (0, 1, 4):
-        if statements._more_words_than(text, n):
+        if key_value._more_words_than(text, n):
             assert len(words.tokens(text)) > n
 
 
@@ -75,13 +75,13 @@ def test_generated_text_is_read_alike(text: str) -> None:
 def test_a_turn_with_a_long_value_is_no_key_value_statement() -> None:
     """ "Ana: ..." with a sentence after the name is not an attribute (and its value
     is not tokenised to learn it); a short value still is."""
-    long = statements._summary("Ana: I went to the market with my sister on Sunday")
-    short = statements._summary("Upload limit: 25 MB.")
-    other = statements._summary("Upload limit: 50 MB.")
-    assert statements._key_value_parts(long.text) is None
-    assert statements._key_value(long, short) is None
-    found = statements._key_value(other, short)
-    assert found is not None and found.rule == "update:limit"
+    long = summary.summary("Ana: I went to the market with my sister on Sunday")
+    short = summary.summary("Upload limit: 25 MB.")
+    other = summary.summary("Upload limit: 50 MB.")
+    assert key_value._key_value_parts(long.text) is None
+    assert key_value.key_value(long.text, short.text) is None
+    found = key_value.key_value(other.text, short.text)
+    assert found == ("update", "update:limit")
 
 
 def test_tokens_read_am_with_the_word_before() -> None:

@@ -128,4 +128,10 @@ def _contrast(a: str, b: str) -> bool:
     n = 0
     while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
         n += 1
-    return n >= 4 and a != b
+    if n < 3 or a == b or min(len(a), len(b)) - n < 2:
+        return False
+    return n >= 4 or a[-n:] not in _ENDINGS  # "frontend" / "backend"; not "-ing", "-ion"
+
+
+#: Endings that many words share without sharing a head.
+_ENDINGS = _words("ing ion ers ies ous ent ant ive ful ate ity ism ist ble ess ure ory ery ary")

@@ -50,6 +50,7 @@ _ADVERBIAL_STARTS = _words("""on in at after before when while if unless since u
 _DETERMINERS = _words("""my our your his her their its the a an this that these those i we you
     he she they it""")
 _RELATIVES = _words("which who whom whose where that when")
+_CONTRASTIVE = _words("not no never nor but rather than instead")
 #: Words that tell a clause is itself a statement (a verb of its own): not an aside.
 _CLAUSE_VERBS = _words("""is are was were am be been has have had do does did will would
     can could should must may might""")
@@ -142,8 +143,10 @@ def _strip_aside(text: str) -> str:
     if not words or len(words) > 4 or len(_WORD.findall(rest)) < 3:
         return text
     lower = [w.lower() for w in words]
-    if lower[0] in _DETERMINERS or rest.split(maxsplit=1)[0].lower() in _RELATIVES:
-        return text  # "My sister's new flat, which ...": the subject, not an aside
+    follows = rest.split(maxsplit=1)[0].lower()
+    if lower[0] in _DETERMINERS or follows in _RELATIVES or follows in _CONTRASTIVE:
+        # "My sister's new flat, which ...": the subject; "Uses tabs, not spaces": a contrast
+        return text
     if lower[0] in _ADVERBIAL_STARTS or any(w in _CLAUSE_VERBS for w in lower):
         return text
     if any(ch.isdigit() for ch in found.group(1)) or any(w[0].isupper() for w in words[1:]):
@@ -206,7 +209,8 @@ def is_english(text: str) -> bool:
         return True
     if sum(1 for ch in letters if ch.isascii()) < 0.85 * len(letters):
         return False
-    words = [w.lower() for w in _WORD.findall(text) if w.isalpha()]
+    # acronyms ("MIT", "DE") are names, not words of a language
+    words = [w.lower() for w in _WORD.findall(text) if w.isalpha() and not w.isupper()]
     foreign = sum(1 for w in words if w in _FOREIGN)
     english = sum(1 for w in words if w in _ENGLISH)
     return foreign == 0 or english > foreign

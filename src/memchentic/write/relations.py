@@ -78,7 +78,7 @@ UPDATE_MARKERS = ("now", "instead", "anymore", "any more", "nowadays", "currentl
 #: Past verbs that name a change of state to a new value.
 CHANGE_VERBS = _words("""moved relocated switched changed migrated upgraded downgraded updated
     rescheduled renamed postponed shifted transferred promoted married joined extended bumped
-    raised lowered increased decreased reduced traded replaced swapped became ported
+    raised increased decreased reduced traded replaced swapped became
     converted""")
 #: Phrases that name a stop: what follows them no longer holds ("quit smoking").
 STOP_CUES = (

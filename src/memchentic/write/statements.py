@@ -43,16 +43,13 @@ from enum import StrEnum
 from functools import lru_cache
 
 from .align import orders, pair_words
+from .evidence import marked_update, readings, reordered, thread
 from .grammar import (
     clauses,
-    discourse_core,
-    ended_state,
     is_conditional,
-    is_english,
-    is_question,
 )
 from .key_value import key_value, slug
-from .polarity import cue_spans, negation_cues
+from .polarity import cue_spans
 from .relations import (
     ADDITIVE_MARKERS,
     CHANGE_VERBS,
@@ -63,11 +60,10 @@ from .relations import (
     UPDATE_MARKERS,
 )
 from .shapes import status_or_liking
+from .summary import Summary, summary
 from .words import (
-    WEEKDAYS,
     Token,
     embedding_text,
-    expand_bare,
     marker_added,
     memory_embedding_text,
     normalise,
@@ -171,49 +167,6 @@ class Judgement:
     thread: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class _Summary:
-    """What :func:`judge` reads of one text, worked out once per text."""
-
-    text: str  # normalised, discourse fillers, asides, frames and hedges left out
-    filler: bool  # a filler was left out
-    tokens: tuple[Token, ...]
-    keys: tuple[str, ...]
-    values: frozenset[str]  # keys of values, negation aside
-    content: frozenset[str]  # keys of the other words, function words aside
-    negated: bool
-    hedged: bool = False  # "i think", "probably": said with less certainty
-    question: bool = False
-    english: bool = True
-
-
-@lru_cache(maxsize=4096)
-def _summary(text: str) -> _Summary:
-    plain = normalise(text)
-    core, hedged = discourse_core(plain)
-    core = expand_bare(core)  # "dont", "i'm off": the cues read the long form
-    stopped = ended_state(core)
-    core = stopped or core
-    toks = tokens(core)
-    return _Summary(
-        core,
-        core != plain,
-        toks,
-        tuple(t.key for t in toks if t.key not in _EMPHASIS),
-        frozenset(t.key for t in toks if t.value and not t.negation),
-        frozenset(t.key for t in toks if not t.value and not t.function) - _EMPHASIS,
-        (negation_cues(core) + (stopped is not None)) % 2 == 1,
-        hedged,
-        is_question(plain),
-        is_english(plain),
-    )
-
-
-#: Words of emphasis that change no statement ("the API's actually written in Go").
-_EMPHASIS = _stems(_words("""really actually totally absolutely literally definitely honestly
-    truly still mostly usually basically officially finally"""))
-
-
 def relate(new: str, old: str, cosine: float, thresholds: Thresholds) -> Relation:
     """What ``new`` is to ``old`` (stored), given their cosine (module docstring)."""
     return judge(new, old, cosine, thresholds).relation
@@ -226,7 +179,7 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         return Judgement(Relation.DISTINCT, "distinct:far")
     if max(len(new), len(old)) > MAX_STATEMENT_CHARS:
         return _passages(new, old, cosine, thresholds)
-    sa, sb = _summary(new), _summary(old)
+    sa, sb = summary(new), summary(old)
     if sa.keys == sb.keys and sa.negated == sb.negated:
         if sa.filler or sb.filler:
             return Judgement(Relation.DUPLICATE, "duplicate:filler")
@@ -243,11 +196,11 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
     if found.relation in (Relation.UPDATE, Relation.CONTRADICTION) and is_conditional(sa.text):
         return Judgement(Relation.DISTINCT, "distinct:conditional")  # "if it rains, ..."
     if found.relation is Relation.DISTINCT:
-        return Judgement(found.relation, found.rule, _thread(sa, sb, found.rule, cosine))
+        return Judgement(found.relation, found.rule, thread(sa, sb, found.rule, cosine))
     return found
 
 
-def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -> Judgement:
+def _decide(sa: Summary, sb: Summary, cosine: float, thresholds: Thresholds) -> Judgement:
     """The decision on the words of two statements of one clause each."""
     keyed = key_value(sa.text, sb.text)
     if keyed is not None:
@@ -256,7 +209,7 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
         if marker and relation == "update":  # "Skills: SQL." / "Skills: Tableau too."
             return Judgement(Relation.DISTINCT, f"additive:{marker.replace(' ', '-')}")
         return Judgement(Relation(relation), rule)
-    if _reordered(sa, sb):
+    if reordered(sa, sb):
         return Judgement(Relation.DUPLICATE, "duplicate:reordered")
     shape = status_or_liking(sa.tokens, sb.tokens, sa.negated, sb.negated)
     if shape is not None:
@@ -281,10 +234,10 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
     if pairs:  # read a misspelt word or a near synonym as the stored word from here on
         sa = _rekeyed(sa, pairs)
     if values_a != values_b:  # an update keeps every content word of the stored one
-        if _readings(sa, sb):
+        if readings(sa, sb):
             return Judgement(Relation.DISTINCT, "event:reading")
         if removed - _UNITS:
-            return _marked_update(sa, sb) or Judgement(Relation.DISTINCT, "distinct:content-word")
+            return _marked(sa, sb) or Judgement(Relation.DISTINCT, "distinct:content-word")
         found = _update_or_distinct(sa, sb)
         if found.relation is Relation.DISTINCT and found.rule in _ORDER_MAY_TELL:
             for a in orders(sa.tokens):  # "On Thursdays the newsletter ..." / "Kwame is now ..."
@@ -292,7 +245,7 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
                 if other.relation is not Relation.DISTINCT or other.rule.startswith("event"):
                     return other
         return found if found.relation is not Relation.DISTINCT else (
-            _marked_update(sa, sb) or found)  # fmt: skip
+            _marked(sa, sb) or found)  # fmt: skip
     if not added and not removed:  # function words, inflections, synonyms, order only
         if content_a == content_b:
             return Judgement(Relation.DUPLICATE, "duplicate:paraphrase")
@@ -305,7 +258,7 @@ def _decide(sa: _Summary, sb: _Summary, cosine: float, thresholds: Thresholds) -
         single = _replaces_object(sa, sb)
         if single:
             return Judgement(Relation.UPDATE, single)
-    marked = _marked_update(sa, sb)
+    marked = _marked(sa, sb)
     if marked is not None:
         return marked
     if added and not removed:
@@ -319,17 +272,22 @@ _ORDER_MAY_TELL = frozenset({"distinct:subject", "distinct:content-word", "disti
 _HEDGED_THREAD = 0.7
 
 
-def _rekeyed(s: _Summary, pairs: dict[str, str]) -> _Summary:
+def _rekeyed(s: Summary, pairs: dict[str, str]) -> Summary:
     toks = tuple(t._replace(key=pairs.get(t.key, t.key)) for t in s.tokens)
     content = frozenset(pairs.get(k, k) for k in s.content)
     return replace(s, tokens=toks, keys=tuple(pairs.get(k, k) for k in s.keys), content=content)
 
 
-def _in_passing(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement | None:
+def _marked(sa: Summary, sb: Summary) -> Judgement | None:
+    rule = marked_update(sa, sb)
+    return None if rule is None else Judgement(Relation.UPDATE, rule)
+
+
+def _in_passing(sa: Summary, sb: Summary, cosine: float, t: Thresholds) -> Judgement | None:
     """A fact stated in passing: a clause of a longer message that updates, negates or
     repeats the stored statement (the rule says "in-passing")."""
     for clause in clauses(sa.text):
-        part = _summary(clause)
+        part = summary(clause)
         if part.question or part.keys == sa.keys:
             continue
         if part.keys == sb.keys:
@@ -340,109 +298,7 @@ def _in_passing(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Jud
     return None
 
 
-def _marked_update(sa: _Summary, sb: _Summary) -> Judgement | None:
-    """A stated change ("now", "these days", "as of ...", "switched ... to", "instead")
-    of the stored statement: most of what it says is kept, one part is replaced."""
-    if clauses(sa.text) or sa.negated:  # a message of several clauses: each one decides
-        return None
-    marker = marker_added(sa.text, sb.text, UPDATE_MARKERS)
-    if marker is None:
-        verbs = [t for t in sa.tokens if t.key in _CHANGE_VERBS and t.key not in sb.keys]
-        marker = verbs[0].text if verbs else None
-    if marker is None:
-        return None
-    said_a = (sa.content | sa.values) - _MARKER_KEYS
-    said_b = (sb.content | sb.values) - _MARKER_KEYS
-    kept, dropped = said_a & said_b, said_b - said_a
-    if not dropped or not kept or not (said_a - said_b) or 2 * len(kept) + 1 < len(said_b):
-        return None
-    return Judgement(Relation.UPDATE, f"update:{_slug(marker)}")
-
-
-def _readings(sa: _Summary, sb: _Summary) -> bool:
-    """Two dated readings or events ("Meter reading on 1 October: 45120." / "... on 1
-    November: 45388."): both dated, the date and another value differ, no change named."""
-    dates_a, dates_b = _dates(sa.tokens), _dates(sb.tokens)
-    if not dates_a or not dates_b or dates_a[0] == dates_b[0]:
-        return False
-    if any(t.key in _CHANGE_VERBS for t in sa.tokens) or marker_added(
-        sa.text, sb.text, UPDATE_MARKERS
-    ):
-        return False
-    others_a = sa.values - {t.key for t in sa.tokens if t.position in dates_a[1]}
-    others_b = sb.values - {t.key for t in sb.tokens if t.position in dates_b[1]}
-    return others_a != others_b
-
-
-def _dates(toks: Sequence[Token]) -> tuple[tuple[str, ...], frozenset[int]] | None:
-    """(the keys of a statement's calendar dates, their positions): a month or an ISO
-    date with the day next to it ("6 September", "March 3rd", "2026-03-02")."""
-    keys: list[str] = []
-    positions: set[int] = set()
-    for i, tok in enumerate(toks):
-        if value_kind([tok]) != "date" or tok.text.lower() in WEEKDAYS:
-            continue
-        keys.append(tok.key)
-        positions.add(tok.position)
-        day = [toks[i - 1]] if i and toks[i - 1].text[:1].isdigit() else toks[i + 1 : i + 2]
-        for near in day:  # "2 May", else "May 2"
-            if near is not None and near.value and any(ch.isdigit() for ch in near.text) \
-                    and len(near.text.rstrip("stndrh")) <= 2:  # fmt: skip
-                keys.append(near.key)
-                positions.add(near.position)
-    return (tuple(sorted(keys)), frozenset(positions)) if keys else None
-
-
-_MARKER_KEYS = frozenset(stem(w) for m in UPDATE_MARKERS for w in m.split()) | _CHANGE_VERBS
-
-
-def _thread(sa: _Summary, sb: _Summary, rule: str, cosine: float) -> float:
-    """How sure it is that two distinct statements give the same attribute of the same
-    subject two values (0..1; :attr:`Judgement.thread`): what they share, a stated
-    change, a word of one value, the cosine; 0 for another kind of fact."""
-    if rule.startswith(_NO_THREAD):
-        return 0.0
-    said_a, said_b = sa.content | sa.values, sb.content | sb.values
-    if not (said_a - said_b) or not (said_b - said_a) or not said_a & said_b:
-        return 0.0  # nothing replaced: more detail or another fact
-    score = 0.5 * len(said_a & said_b) / len(said_a | said_b)
-    if marker_added(sa.text, sb.text, UPDATE_MARKERS) or any(
-        t.key in _CHANGE_VERBS for t in sa.tokens
-    ):
-        score += 0.3
-    if (said_a & said_b) & SINGLE_VALUED:
-        score += 0.2
-    if cosine >= 0.75:
-        score += 0.1
-    if rule == "distinct:subject":
-        score *= 0.5
-    return round(min(score, 0.9), 3)
-
-
-_NO_THREAD = ("additive:", "event:", "distinct:question", "distinct:language", "distinct:far",
-              "distinct:passage", "distinct:attribute")  # fmt: skip
-
-
-# --- duplicates in another order ------------------------------------------------------
-def _reordered(sa: _Summary, sb: _Summary) -> bool:
-    """The same words with a clause moved from the front to the back ("On Sundays, Ravi
-    cooks." / "Ravi cooks on Sundays."): one key sequence is a rotation of the
-    other, and one of the texts marks the fronted clause with a comma; or the sides of
-    "is" swapped around a single value ("Carlos is the lead" / "The lead is Carlos")."""
-    ka, kb = sa.keys, sb.keys
-    if len(ka) == len(kb) and len(ka) >= 3 and ("," in sa.text or "," in sb.text):
-        doubled = ka + ka
-        if any(doubled[i : i + len(kb)] == kb for i in range(1, len(ka))):
-            return True
-    said_b = _said(sb.tokens)
-    return any(_said(a) == said_b for a in orders(sa.tokens)) or any(
-        _said(b) == _said(sa.tokens) for b in orders(sb.tokens))  # fmt: skip
-
-
-def _said(toks: Sequence[Token]) -> tuple[str, ...]:
-    return tuple(t.key for t in toks if not t.function and t.key not in _EMPHASIS)
-
-
+# --- rule names -----------------------------------------------------------------------
 _slug = slug
 
 
@@ -478,7 +334,7 @@ def _rest(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], fr
 _REST_MARKERS = frozenset(stem(m) for m in UPDATE_MARKERS if " " not in m) | {"more", "longer"}
 
 
-def _negation(sa: _Summary, sb: _Summary, cosine: float, t: Thresholds) -> Judgement:
+def _negation(sa: Summary, sb: Summary, cosine: float, t: Thresholds) -> Judgement:
     """Opposite polarity: the new statement negates or stops the stored one when it
     says nothing else (what follows its cue is what the stored one says; at most one
     other word, and then only close in meaning), or the stored one was the negation
@@ -581,7 +437,7 @@ _UNITS = _stems(
 )
 
 
-def _update_or_distinct(sa: _Summary, sb: _Summary) -> Judgement:
+def _update_or_distinct(sa: Summary, sb: Summary) -> Judgement:
     """Values differ: an update when the same attribute of the same subject gets a new
     value and the relation holds one value at a time (docs/writes.md)."""
     a, b = sa.tokens, sb.tokens
@@ -719,7 +575,7 @@ def _predicate_word(tok: Token, index: int, before: Sequence[Token]) -> bool:
     return index > 0 and not tok.value and lower.endswith(("s", "ed"))
 
 
-def _replaces_object(sa: _Summary, sb: _Summary) -> str | None:
+def _replaces_object(sa: Summary, sb: Summary) -> str | None:
     """One object replaced by another after a relation of one value ("Prefers tea in
     the morning" -> "Prefers coffee in the morning", "Use tabs" -> "Use spaces"), or
     with "now" / "instead"; the rule, or None."""
