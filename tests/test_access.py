@@ -238,6 +238,9 @@ def test_identity_defaults_and_implicit_creation(mem: Memory):
     assert [i.name for i in mem.directory.identities()] == ["zoe"]
     res = view.add("Zoe likes climbing")
     assert res.memory.namespace == "user:zoe"
+    assert (res.memory.user_id, res.memory.agent_id) == ("zoe", None)  # who wrote it
+    bot = mem.as_identity("helper-bot")
+    assert bot.add("Runs nightly").memory.user_id == "helper-bot"
     # mem0-style scope on the trusted principal reaches the same namespace
     assert [h.id for h in mem.search("climbing", user_id="zoe")] == [res.id]
     with pytest.raises(ValidationError):

@@ -56,6 +56,7 @@ def test_crud_round_trip(live: Live):
     assert made["status"] == "added"
     memory_id = made["id"]
     assert made["memory"]["namespace"] == "user:alice"
+    assert made["memory"]["user_id"] == "alice"  # written with alice's key: by alice
     got = alice.get(f"/v1/memories/{memory_id}").json()
     assert got["content"] == "Alice keeps her bike in the blue shed" and got["tags"] == ["home"]
     revised = alice.patch(f"/v1/memories/{memory_id}", json={"content": "Alice keeps her bike "

@@ -214,6 +214,13 @@ class Writes:
         if where not in scopes:
             scopes[where] = self.gate.write_namespace(namespace, user_id, agent_id)
         ns = scopes[where]
+        if where == (None, None, None) and ns == self.gate.own_namespace:
+            # An identity's write to its own namespace is by that user or agent.
+            owner, _, name = ns.partition(":")
+            if owner == "user":
+                user_id = name
+            elif owner == "agent":
+                agent_id = name
         type_ = normalise_type(type)
         if (ns, type_) not in scopes:
             scopes[ns, type_] = self.gate.can_write(ns, type_)
