@@ -155,8 +155,10 @@ def _strip_aside(text: str) -> str:
         return text
     if any(w in ("not", "no", "never") or w.endswith("n't") for w in lower):
         return text
-    if len(words) == 1 and words[0][0].isupper() and lower[0] not in _INTERJECTIONS:
-        return text  # "Ana: ..." a speaker, "Paris, ..." a place
+    if len(words) == 1 and lower[0] not in _INTERJECTIONS and (
+        words[0][0].isupper() or ":" in text[found.end(1) : found.end()]
+    ):
+        return text  # "Ana: ..." or "user: ..." a speaker, "Paris, ..." a place
     return rest
 
 

@@ -40,13 +40,14 @@ class Summary:
 def summary(text: str) -> Summary:
     plain = normalise(text)
     core, hedged = discourse_core(plain)
+    filler = core != plain
     core = expand_bare(core)  # "dont", "i'm off": the cues read the long form
     stopped = ended_state(core)
     core = stopped or core
     toks = tokens(core)
     return Summary(
         core,
-        core != plain,
+        filler,
         toks,
         tuple(t.key for t in toks if t.key not in EMPHASIS),
         frozenset(t.key for t in toks if t.value and not t.negation),
