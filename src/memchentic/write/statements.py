@@ -29,6 +29,15 @@ reads the words that differ:
   threshold.
 - Anything else is a **distinct** statement: both are kept.
 
+Before the words are compared, each text is read as grammar (:mod:`.grammar`,
+:mod:`.summary`): asides, frames, hedges and interjections are left out; a question
+or a text in another language is never a duplicate or an update of a statement.
+Word orders that say the same are aligned and misspelt words and near synonyms
+(word vectors) read as the stored word (:mod:`.align`); statuses and liking
+(:mod:`.shapes`), stated changes, dated readings and a distinct statement's thread
+(:mod:`.evidence`) are weighed beside the frame; a fact said in passing is judged
+clause by clause.
+
 Everything here is a pure function of the two texts and their cosine; the
 resolver (:mod:`memchentic.write.resolve`) applies the decision.
 """
