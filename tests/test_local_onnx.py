@@ -277,6 +277,16 @@ def test_falls_back_to_torch_with_one_warning(
         LocalEmbedder(int8=True).embed("x")
 
 
+@needs_local
+def test_a_cache_folder_it_cannot_write_falls_back_to_torch(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache folder should be")
+    e = LocalEmbedder(cache_dir=not_a_folder)
+    vector = e.embed("Sam likes spicy food")
+    assert e.runtime == "torch"
+    np.testing.assert_allclose(vector, LocalEmbedder().embed("Sam likes spicy food"), atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------
 # Nothing loaded that a call does not need
 # ---------------------------------------------------------------------------------------

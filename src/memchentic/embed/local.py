@@ -247,7 +247,7 @@ class LocalEmbedder(Embedder):
             except EmbedderError:  # a damaged export: make it again, once
                 path = ensure_export(spec.folder, self.cache_dir, int8=self.int8, force=True)
                 encoder = shared_encoder(path, spec, threads)
-        except EmbedderError as exc:
+        except (EmbedderError, OSError) as exc:  # OSError: a cache folder it cannot write
             if self.int8:  # torch cannot give int8's vectors
                 raise
             _warn_fallback(exc)
