@@ -155,6 +155,7 @@ def test_onnx_truncates_as_sentence_transformers() -> None:
 def test_int8_is_opt_in_with_its_own_identity() -> None:
     e = get_embedder("local-int8", Settings())
     assert e.model == DEFAULT_LOCAL_MODEL + INT8_SUFFIX and e.dimension == 384
+    assert e.name == "local-int8"  # what `memchentic serve` hands its workers
     fp32 = LocalEmbedder().embed_batch(TEXTS[:20])
     int8 = e.embed_batch(TEXTS[:20])
     cosines = np.sum(fp32 * int8, axis=1)
@@ -304,7 +305,7 @@ def test_open_list_stats_get_load_no_model(make_mem: object) -> None:
     mem.stats()
     mem.export(io.StringIO())
     assert not mem.embedder.loaded
-    with pytest.raises(EmbedderMismatchError):
+    with pytest.raises(EmbedderMismatchError, match="--embedder local-int8"):
         make_mem("lazy", embedder=LocalEmbedder(int8=True))  # type: ignore[operator]
 
 

@@ -190,6 +190,8 @@ class LocalEmbedder(Embedder):
             path = Path(model_path).expanduser()
             model = str(model_path)
         self.model = model + INT8_SUFFIX if int8 else model
+        if int8:  # the registry name that builds it again (a server's workers, reindex)
+            self.name = "local-int8"
         self.model_path = str(path.resolve()) if path.exists() else str(path)
         self.device = device
         self.batch_size = batch_size
