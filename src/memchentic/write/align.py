@@ -74,6 +74,10 @@ def typo(a: str, b: str) -> bool:
     return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
+#: Most (added, removed) word pairs tried: the write path stays a few lookups long.
+_MOST_PAIRS = 16
+
+
 def pair_words(added: set[str], removed: set[str], surface: Mapping[str, str],
                synonyms: bool = True) -> tuple[set[str], set[str], str | None, dict[str, str]]:  # fmt: skip  # noqa: E501
     """(added, removed, how a pair was made: "typo", "synonym[-tokens]" or None, the
@@ -82,6 +86,8 @@ def pair_words(added: set[str], removed: set[str], surface: Mapping[str, str],
     left_added, left_removed = set(added), set(removed)
     how: str | None = None
     pairs: dict[str, str] = {}
+    if len(added) * len(removed) > _MOST_PAIRS:  # texts that differ in many words: no
+        return left_added, left_removed, how, pairs  # one swapped word makes them one
     for x in sorted(added):
         for y in sorted(left_removed):
             wx, wy = surface.get(x, x).lower(), surface.get(y, y).lower()

@@ -17,7 +17,7 @@ from .grammar import clauses
 from .key_value import slug
 from .relations import CHANGE_VERBS, SINGLE_VALUED, UPDATE_MARKERS
 from .summary import EMPHASIS, Summary
-from .words import WEEKDAYS, Token, marker_added, stem, value_kind
+from .words import MONTHS, WEEKDAYS, Token, marker_added, stem, value_kind
 
 __all__ = ["marked_update", "readings", "reordered", "thread"]
 
@@ -65,6 +65,8 @@ def _dates(toks: Sequence[Token]) -> tuple[tuple[str, ...], frozenset[int]] | No
     keys: list[str] = []
     positions: set[int] = set()
     for i, tok in enumerate(toks):
+        if not tok.value or not (tok.text.lower() in MONTHS or "-" in tok.text):
+            continue  # value_kind reads many patterns: only months and ISO dates here
         if value_kind([tok]) != "date" or tok.text.lower() in WEEKDAYS:
             continue
         keys.append(tok.key)
