@@ -115,7 +115,7 @@ def pair_words(added: set[str], removed: set[str], surface: Mapping[str, str],
             left_added.discard(x)
             left_removed.discard(best_y)
             pairs[x] = best_y
-            how = "synonym" if name == "static" else f"synonym-{name}"
+            how = "synonym"
     return left_added, left_removed, how, pairs
 
 
