@@ -260,3 +260,14 @@ def ended_state(text: str) -> str | None:
     if found is None:
         return None
     return (text[: found.start(1)] + text[found.end(1) :]).strip()
+
+
+#: A sentence ends at ".", "!" or "?" before a capital, unless the word before the
+#: stop is an abbreviation of three letters or fewer ("Dr.", "Mrs.", "St.").
+_SENTENCE_END = re.compile(r"(?:(?<=[!?])|(?<=[a-z0-9)\]\"'][a-z0-9)\]\"']{3}\.))\s+(?=[A-Z\"'(])")
+
+
+def statement_count(text: str) -> int:
+    """How many sentences of at least two words ``text`` holds (a stored memory of
+    several is never superseded whole: what else it says would be hidden too)."""
+    return sum(1 for part in _SENTENCE_END.split(text.strip()) if len(part.split()) >= 2)

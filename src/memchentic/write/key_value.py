@@ -3,7 +3,8 @@
 Two of one key are one attribute: an update when the values differ, a duplicate
 when they do not; another key is another attribute. A key that names a list
 ("Todo: ...", "Step 3: ...") or a value that is a sentence ("Ana: I moved to ...",
-a conversation turn) is no attribute, and the general rules decide.
+a conversation turn) or an exclamation or a question ("Jon: Thanks!") is no
+attribute, and the general rules decide.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def _key_value_parts(text: str) -> tuple[tuple[Token, ...], tuple[Token, ...]] |
     as a conversation turn "Ana: ..." is)."""
     found = _KEY_VALUE.match(text)
     if found is None or _more_words_than(found.group(2), _KEY_VALUE_WORDS):
+        return None
+    if found.group(2).rstrip().endswith(("!", "?")):  # "Jon: Thanks!": an utterance
         return None
     value = tokens(found.group(2))
     if len(value) > _KEY_VALUE_WORDS:

@@ -53,10 +53,7 @@ from functools import lru_cache
 
 from .align import orders, pair_words
 from .evidence import marked_update, readings, reordered, thread
-from .grammar import (
-    clauses,
-    is_conditional,
-)
+from .grammar import clauses, is_conditional, statement_count
 from .key_value import key_value, slug
 from .polarity import cue_spans
 from .relations import (
@@ -204,6 +201,8 @@ def judge(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judgemen
         return Judgement(Relation.DISTINCT, "distinct:hedged", thread=_HEDGED_THREAD)
     if found.relation in (Relation.UPDATE, Relation.CONTRADICTION) and is_conditional(sa.text):
         return Judgement(Relation.DISTINCT, "distinct:conditional")  # "if it rains, ..."
+    if found.relation in (Relation.UPDATE, Relation.CONTRADICTION) and statement_count(old) > 1:
+        return Judgement(Relation.DISTINCT, f"thread:{found.rule}", thread=_SEVERAL_THREAD)
     if found.relation is Relation.DISTINCT:
         return Judgement(found.relation, found.rule, thread(sa, sb, found.rule, cosine))
     return found
@@ -279,6 +278,9 @@ def _decide(sa: Summary, sb: Summary, cosine: float, thresholds: Thresholds) -> 
 _ORDER_MAY_TELL = frozenset({"distinct:subject", "distinct:content-word", "distinct:attribute"})
 #: How sure a hedged update is ("kwame runs the release now i think"): a thread.
 _HEDGED_THREAD = 0.7
+#: How sure an update of one statement of a stored memory that holds several is: it
+#: does not hide the rest, so both stay, linked as a thread.
+_SEVERAL_THREAD = 0.5
 
 
 def _rekeyed(s: Summary, pairs: dict[str, str]) -> Summary:
