@@ -1,4 +1,4 @@
-"""``AsyncMemory``: the ``a``-prefixed async surface (DESIGN section 9).
+"""``AsyncMemory``: the ``a``-prefixed async surface (docs/design.md, section 9).
 
 It wraps one :class:`~memchentic.Memory` and adds only the waiting: each call
 takes the sync method's parameters (its argument class in :mod:`memchentic.args`;

@@ -17,7 +17,7 @@ from typing import Literal, get_args
 Profile = Literal["rrf", "conversation", "cosine_decay", "hybrid"]
 PROFILES: tuple[str, ...] = get_args(Profile)
 
-#: What a write does with a secret it finds, least strict last (DESIGN section 6).
+#: What a write does with a secret it finds, least strict last (docs/design.md, section 6).
 SecretPolicy = Literal["refuse", "redact", "allow"]
 SECRET_POLICIES: tuple[str, ...] = get_args(SecretPolicy)
 
@@ -40,11 +40,11 @@ KEYWORD_LANGUAGES: tuple[str, ...] = get_args(KeywordLanguage)
 Kind = Literal["entry", "guide"]
 KINDS: tuple[str, ...] = get_args(Kind)
 
-#: How two memories relate (DESIGN section 4).
+#: How two memories relate (docs/design.md, section 4).
 EdgeKind = Literal["supports", "contradicts", "derives_from", "supersedes", "related_to"]
 EDGE_KINDS: tuple[str, ...] = get_args(EdgeKind)
 
-#: Which body a read shows (DESIGN section 5).
+#: Which body a read shows (docs/design.md, section 5).
 Intent = Literal["preview", "default", "full"]
 INTENTS: tuple[str, ...] = get_args(Intent)
 

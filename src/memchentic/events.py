@@ -1,4 +1,4 @@
-"""Events (DESIGN section 8): persisted in the store, delivered to subscribers.
+"""Events (docs/design.md, section 8): persisted in the store, delivered to subscribers.
 
 Every event names the namespace it concerns; a subscriber made by an identity
 only receives events of namespaces that identity can read at delivery time,

@@ -1,4 +1,4 @@
-"""Lifetime (DESIGN section 6): expiry at write, renewal on recall, decay, gc rules."""
+"""Lifetime (docs/design.md, section 6): expiry at write, renewal on recall, decay, gc rules."""
 
 from __future__ import annotations
 

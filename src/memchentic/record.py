@@ -1,4 +1,4 @@
-"""The memory record and the small value types around it (DESIGN section 1).
+"""The memory record and the small value types around it (docs/design.md, section 1).
 
 Also the vocabulary: known types with their meaning, the type aliases, the
 edge kinds, the tiers and read intents (section 5), and the write statuses.
@@ -53,7 +53,7 @@ DEFAULT_TYPE = "semantic"
 #: classifier may use other values).
 AFFIRMATIVE = 1
 
-#: Which body a read shows, in order of preference (DESIGN section 5).
+#: Which body a read shows, in order of preference (docs/design.md, section 5).
 INTENT_ORDER: dict[str, tuple[str, ...]] = {
     "preview": ("tier_l0", "tier_l1", "content"),
     "default": ("tier_l1", "content", "tier_l0"),
@@ -289,7 +289,7 @@ class SearchHit:
 
 @dataclass(slots=True, frozen=True)
 class Event:
-    """Something that happened to a memory (DESIGN section 8), persisted by the store.
+    """Something that happened to a memory (docs/design.md, section 8), persisted by the store.
     ``namespace`` decides who may see it, like a memory."""
 
     id: str

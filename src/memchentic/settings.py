@@ -1,4 +1,4 @@
-"""One settings object for every knob of DESIGN section 11.
+"""One settings object for every knob of docs/design.md, section 11.
 
 Each field is read from the environment under its documented name (``RRF_K``)
 and also under the ``MEMCHENTIC_`` prefixed name (``MEMCHENTIC_RRF_K``); the
@@ -120,7 +120,7 @@ class Settings(BaseSettings):
         "HASH_EMBEDDING_DIMENSION", 384, "Vector size of the hashing embedder.", ge=8, le=65_536,
     )  # fmt: skip
 
-    # --- ranking (DESIGN section 3) -------------------------------------------------
+    # --- ranking (docs/design.md, section 3) -------------------------------------------------
     search_profile: Profile = _env("SEARCH_PROFILE", "rrf", "Default ranking profile.")
     rrf_k: float = _env("RRF_K", 60.0, "Reciprocal rank fusion constant.", gt=0, le=1e6)
     search_recency_half_life_days: float = _env(
@@ -290,7 +290,7 @@ class Settings(BaseSettings):
         le=MAX_DAYS,
     )  # fmt: skip
 
-    # --- write path (DESIGN section 4) ---------------------------------------------
+    # --- write path (docs/design.md, section 4) ---------------------------------------------
     near_dup_threshold: float = _env(
         "NEAR_DUP_THRESHOLD", 0.92, "Cosine at which an entry is a near duplicate.", ge=0, le=1,
     )  # fmt: skip
@@ -332,7 +332,7 @@ class Settings(BaseSettings):
         "WRITE_NEIGHBOURS", 8, "Nearest memories compared on each write.", ge=1, le=10_000,
     )  # fmt: skip
 
-    # --- lifetime (DESIGN section 6) -----------------------------------------------
+    # --- lifetime (docs/design.md, section 6) -----------------------------------------------
     memory_default_ttl_days: float = _env(
         "MEMORY_DEFAULT_TTL_DAYS", 90.0, "Expiry of a memory saved without ttl.", ge=0, le=MAX_DAYS,
     )  # fmt: skip
@@ -362,7 +362,7 @@ class Settings(BaseSettings):
         le=MAX_DAYS,
     )  # fmt: skip
 
-    # --- context, sessions, learning, events (DESIGN sections 7 and 8) ----------------
+    # --- context, sessions, learning, events (docs/design.md, sections 7 and 8) ----------------
     context_tokenizer: str = _env(
         "CONTEXT_TOKENIZER", "auto",
         "auto (tiktoken cl100k_base when installed, else estimate), estimate, or a "

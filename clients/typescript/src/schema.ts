@@ -164,7 +164,7 @@ export interface MemberRequest {
   active?: boolean;
 }
 
-/** A memory (DESIGN section 1); times are ISO 8601 UTC. */
+/** A memory (docs/design.md, section 1); times are ISO 8601 UTC. */
 export interface MemoryOut {
   id: string;
   namespace: string;

@@ -1,6 +1,6 @@
 """Access: every read and write of the engine asks this package first.
 
-``policy`` decides (DESIGN section 2), ``directory`` manages identities, groups,
+``policy`` decides (docs/design.md, section 2), ``directory`` manages identities, groups,
 orgs and grants, ``namespaces`` parses names; the records themselves live in
 :mod:`memchentic.identity`, below the store.
 Nothing outside this package decides who may see what.

@@ -1,4 +1,4 @@
-"""Namespace names (DESIGN section 2): parsing and the mapping of convenience scope.
+"""Namespace names (docs/design.md, section 2): parsing and the mapping of convenience scope.
 
 Shapes: ``user:{id}``, ``agent:{id}``, ``group:{name}`` (``ring:{name}`` accepted and
 normalised to ``group:``), ``org:{name}``, ``federated:{source_org}:{source}``.

@@ -1,4 +1,4 @@
-"""Who may read and write which namespace (DESIGN section 2). Every read and write of
+"""Who may read and write which namespace (docs/design.md, section 2). Every read and write of
 the engine asks :class:`AccessPolicy`; storage never decides access on its own.
 
 | namespace                  | reads                            | writes                        |

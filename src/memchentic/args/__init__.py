@@ -1,4 +1,4 @@
-"""The arguments of each operation, as values (issue 35, item 3; DESIGN section 9).
+"""The arguments of each operation, as values (issue 35, item 3; docs/design.md, section 9).
 
 One frozen class per row of the operation table (:mod:`memchentic.operations`
 names it): its fields are the parameters of the :class:`~memchentic.Memory`

@@ -41,7 +41,7 @@ K = TypeVar("K", bound=Mapping[str, object])
 
 
 class ScopeKeywords(TypedDict, total=False):
-    """Whose memories: the scope of a read or a write (DESIGN section 4)."""
+    """Whose memories: the scope of a read or a write (docs/design.md, section 4)."""
 
     user_id: str | None
     agent_id: str | None

@@ -1,4 +1,4 @@
-"""Context for prompts (DESIGN section 7): the sections, the model, token counting.
+"""Context for prompts (docs/design.md, section 7): the sections, the model, token counting.
 
 ``Memory.context(...)`` (see :mod:`memchentic.engine.context`) returns a
 :class:`Context`; :mod:`memchentic.context.sections` declares which memories go in

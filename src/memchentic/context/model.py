@@ -93,7 +93,7 @@ def render_sections(sections: Iterable[Section]) -> str:
 
 @dataclass(slots=True)
 class Context:
-    """A block of memory for a prompt, in sections (DESIGN section 7).
+    """A block of memory for a prompt, in sections (docs/design.md, section 7).
 
     ``dropped`` lists the items a budget left out, most important first (each
     names its section). ``tokens`` is the token count of ``str(ctx)`` by the

@@ -1,4 +1,4 @@
-"""Which memories go in which section of a context (DESIGN section 7), declared once.
+"""Which memories go in which section of a context (docs/design.md, section 7), declared once.
 
 The order of :data:`SECTIONS` is the order of the prompt block: the stable part
 (instructions, profile, goals, pinned) first, so prompt caches hit, then the

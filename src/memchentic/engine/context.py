@@ -1,4 +1,4 @@
-"""Building a :class:`~memchentic.context.model.Context` (DESIGN section 7).
+"""Building a :class:`~memchentic.context.model.Context` (docs/design.md, section 7).
 
 Every section is collected through the caller's :class:`~memchentic.engine.gate.Gate`
 (its read filter for listed sections, the caller's turn namespace for turns) and
@@ -82,7 +82,7 @@ def _whole(value: object, field: str, minimum: int) -> int | None:
 
 
 class ContextOps:
-    """Prompt context: the stable part, the session part, searched memories (DESIGN
+    """Prompt context: the stable part, the session part, searched memories (docs/design.md,
     section 7). ``search``: the read path's; ``neighbors``: the graph's, or None
     (then a context has no graph relations)."""
 

@@ -1,4 +1,4 @@
-"""The gate: the one way from a service to the store (DESIGN section 2).
+"""The gate: the one way from a service to the store (docs/design.md, section 2).
 
 A :class:`Gate` holds the caller (its :class:`~memchentic.access.Principal`) and the
 engine's :class:`~memchentic.engine.parts.Parts`. It owns every access decision a
@@ -270,7 +270,7 @@ class Gate:
 
         An expired memory is left as it is: opening or listing it (``get``,
         ``include_expired=True``) neither revives it nor counts as a use; only
-        ``revise`` brings it back (DESIGN section 6; issue 20, item 10)."""
+        ``revise`` brings it back (docs/design.md, section 6; issue 20, item 10)."""
         settings = self.parts.settings
         updates = []
         for r in records:
@@ -311,7 +311,7 @@ class Gate:
         return self.parts.store.entity_neighbours(memory_id, self._scoped(flt), limit=limit)
 
     def rank(self, req: pipeline.SearchRequest) -> list[Candidate]:
-        """The search pipeline's ranked candidates for ``req`` (DESIGN section 3)."""
+        """The search pipeline's ranked candidates for ``req`` (docs/design.md, section 3)."""
         self._scoped(req.flt)
         p = self.parts
         return pipeline.run(p.store, req, p.settings, reranker=p.reranker)

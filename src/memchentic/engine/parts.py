@@ -5,7 +5,7 @@ event bus and the write-time classifiers (polarity, entities, edges, the resolve
 the reranker). It opens the store (or takes one), picks the embedder the store was
 built with, checks that they agree, and closes what it opened. The services
 (:mod:`memchentic.engine`) never reach the store from here: they go through the
-:class:`~memchentic.engine.gate.Gate`, which holds the caller (DESIGN section 2).
+:class:`~memchentic.engine.gate.Gate`, which holds the caller (docs/design.md, section 2).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Parts:
             self.settings.auto_edge_related_similarity, self.settings.auto_edge_supports_similarity
         )
         self.reranker = reranker
-        #: Decides what a new entry is to its neighbours (DESIGN section 4, step 3).
+        #: Decides what a new entry is to its neighbours (docs/design.md, section 4, step 3).
         self.resolver = resolver or default_resolver(self.settings)
         self._owns_resolver = resolver is None
         if self.settings.memory_reranker_enabled and reranker is None:

@@ -1,4 +1,4 @@
-"""Reads: get, list, history, search (DESIGN section 3)."""
+"""Reads: get, list, history, search (docs/design.md, section 3)."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ class Reads:
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
     ) -> builtins.list[SearchHit]:
-        """The memories that best answer ``query``, best first (DESIGN section 3).
+        """The memories that best answer ``query``, best first (docs/design.md, section 3).
 
         ``filters``: only memories whose metadata passes them (equality, ``in``,
         ``ne``, ranges on numbers and dates, ``contains``, ``AND``/``OR``/``NOT``: see

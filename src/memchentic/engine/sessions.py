@@ -1,4 +1,4 @@
-"""Short-term memory (DESIGN section 7): sessions of turns, working memory and
+"""Short-term memory (docs/design.md, section 7): sessions of turns, working memory and
 session summaries.
 
 - A turn (``record_turn`` / ``add_message``) is stored in the caller's scope by the

@@ -1,8 +1,8 @@
-"""The upkeep service: ``stats``, ``gc`` (DESIGN section 6), ``reindex``, export and
+"""The upkeep service: ``stats``, ``gc`` (docs/design.md, section 6), ``reindex``, export and
 import (:mod:`.transfer`), and ``maintain()``: the periodic upkeep in one call, with
 one report.
 
-1. ``gc`` (DESIGN section 6): expired and decayed memories.
+1. ``gc`` (docs/design.md, section 6): expired and decayed memories.
 2. ``consolidate`` (the graph service's, passed in): near duplicates folded.
 3. Session summaries: every session with at least ``SESSION_SUMMARY_MIN_TURNS`` turns
    whose summary is missing or older than its last turn is summarised again.

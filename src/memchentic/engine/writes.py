@@ -1,4 +1,4 @@
-"""Writes: add, revise, improve, delete (DESIGN section 4)."""
+"""Writes: add, revise, improve, delete (docs/design.md, section 4)."""
 
 from __future__ import annotations
 
@@ -541,7 +541,7 @@ class Writes:
 def _apply_secret_policy(
     record: MemoryRecord, policy: str, fields: Sequence[str] = RECORD_FIELDS
 ) -> tuple[WriteResult | None, str | None]:
-    """Secrets in ``fields`` (every field a write sets), DESIGN 4, step 5: a
+    """Secrets in ``fields`` (every field a write sets), docs/design.md, section 4, step 5: a
     ``refused`` result, or redacted in place with the reason to report
     (``redacted:KIND,... (N)``; the kinds in ``metadata["redacted"]``, how many
     spans in ``metadata["redacted_count"]``, never the secret itself)."""

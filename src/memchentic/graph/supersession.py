@@ -1,4 +1,4 @@
-"""Supersession (DESIGN sections 1 and 3): reads follow ``supersedes`` edges to the
+"""Supersession (docs/design.md, sections 1 and 3): reads follow ``supersedes`` edges to the
 tip of each chain, and a new ``supersedes`` edge may not close a cycle.
 
 A read ``as_of`` a time follows a chain only as far as its memories held then

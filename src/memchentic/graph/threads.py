@@ -1,4 +1,4 @@
-"""Truth when reading (DESIGN section 4, last paragraphs; docs/writes.md, "The
+"""Truth when reading (docs/design.md, section 4, last paragraphs; docs/writes.md, "The
 read-time thread").
 
 A write supersedes only on strong evidence. When the rules found that a new entry

@@ -1,4 +1,4 @@
-"""Learning from conversations (DESIGN section 7): ``Memory.learn`` runs an
+"""Learning from conversations (docs/design.md, section 7): ``Memory.learn`` runs an
 extractor over messages and writes what it finds through the normal write path.
 
 - :class:`~memchentic.learn.rules.RuleExtractor`: the default, self-statements by rule.

@@ -1,5 +1,5 @@
 """Session summaries without a model: :class:`ExtractiveSummarizer`, and the
-:class:`Summarizer` interface ``Memory.summarize_session`` takes (DESIGN section 7)."""
+:class:`Summarizer` interface ``Memory.summarize_session`` takes (docs/design.md, section 7)."""
 
 from __future__ import annotations
 

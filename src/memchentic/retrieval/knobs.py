@@ -11,7 +11,7 @@ search recipes are config values)::
 Each field but the newest is one setting's value (its name in :data:`SETTING`);
 its default is that setting's documented default, and :meth:`Knobs.of` reads
 them all from a :class:`~memchentic.settings.Settings`, which is how the named
-profiles get theirs: the ``SEARCH_*`` settings keep tuning them (DESIGN section
+profiles get theirs: the ``SEARCH_*`` settings keep tuning them (docs/design.md, section
 11). A knob no setting mirrors yet keeps its default there.
 """
 

@@ -1,4 +1,4 @@
-"""The search pipeline (DESIGN section 3):
+"""The search pipeline (docs/design.md, section 3):
 
     query -> filter -> candidates (vector kNN + keywords, over-fetched)
           -> fuse and adjust (the profile's scorer) -> optional route

@@ -1,5 +1,5 @@
 """Ranking signals: small pure functions. The pipeline composes them; a trace is
-the list of their outputs (DESIGN section 3)."""
+the list of their outputs (docs/design.md, section 3)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 
 Creating identities and orgs and renaming identities need an admin key (403
 ``admin_required`` otherwise). The other routes run as the caller, and the
-directory decides (DESIGN section 2): an identity may create groups, manage the
+directory decides (docs/design.md, section 2): an identity may create groups, manage the
 groups and orgs it administers, and share its own federated namespaces. Members
 an identity names are only invited (``"status": "invited"``, the same answer
 whether or not the identity exists) and join with ``POST .../accept``; an admin

@@ -164,7 +164,7 @@ def restore(memory_id: Id, who: CallerDep) -> dict[str, Any]:
 @router.post("/search", response_model=list[HitOut], summary="Search")
 def search(body: SearchRequest, who: CallerDep) -> list[dict[str, Any]]:
     """The memories that best answer ``query``, best first; ``include_trace`` adds
-    every signal that made each score (DESIGN section 3)."""
+    every signal that made each score (docs/design.md, section 3)."""
     fields = options(body)
     return [h.to_dict() for h in who.mem.search(fields.pop("query"), **fields)]
 

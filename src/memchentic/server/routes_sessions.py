@@ -1,4 +1,4 @@
-"""``/v1`` routes for prompt context and short-term memory (DESIGN section 7):
+"""``/v1`` routes for prompt context and short-term memory (docs/design.md, section 7):
 ``context``, sessions and their turns, working memory, session summaries, ``learn``
 and ``manage``.
 

@@ -38,7 +38,7 @@ class _Strict(BaseModel):
 
 
 class Scope(_Strict):
-    """Where a call reads or writes (DESIGN section 2); an identity key with no scope
+    """Where a call reads or writes (docs/design.md, section 2); an identity key with no scope
     uses the identity's private namespace for writes and everything it can read."""
 
     user_id: Text | None = None
@@ -254,7 +254,7 @@ class GrantRequest(_Strict):
 
 
 class MemoryOut(BaseModel):
-    """A memory (DESIGN section 1); times are ISO 8601 UTC."""
+    """A memory (docs/design.md, section 1); times are ISO 8601 UTC."""
 
     id: str
     namespace: str

@@ -1,4 +1,4 @@
-"""Events over HTTP (DESIGN section 8): ``GET /v1/events`` streams them as
+"""Events over HTTP (docs/design.md, section 8): ``GET /v1/events`` streams them as
 server-sent events, ``GET /v1/events/log`` pages through them as JSON.
 
 The stream polls the store's event log through the caller's view, so it sees

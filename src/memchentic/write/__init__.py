@@ -1,1 +1,1 @@
-"""Write path: secrets, polarity and the resolution of each write (DESIGN section 4)."""
+"""Write path: secrets, polarity and the resolution of each write (docs/design.md, section 4)."""

@@ -1,4 +1,4 @@
-"""Aligning two statements' words before they are compared (DESIGN section 4).
+"""Aligning two statements' words before they are compared (docs/design.md, section 4).
 
 - :func:`orders`: other word orders of one statement that say the same: a leading
   adverbial moved to the end ("On Thursdays the newsletter goes out" -> "the

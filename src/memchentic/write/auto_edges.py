@@ -1,4 +1,4 @@
-"""Auto-edges (DESIGN section 4, step 4; opt-in per write with ``auto_edges=True``):
+"""Auto-edges (docs/design.md, section 4, step 4; opt-in per write with ``auto_edges=True``):
 classify how a new memory relates to its nearest neighbours and link them.
 
 Rules by default (similarity and polarity); any object with

@@ -1,4 +1,4 @@
-"""Evidence the write rules weigh beyond one aligned frame (DESIGN section 4).
+"""Evidence the write rules weigh beyond one aligned frame (docs/design.md, section 4).
 
 - :func:`marked_update`: a stated change ("now", "these days", "as of ...", a verb
   of change) that keeps most of the stored statement and replaces a part of it;

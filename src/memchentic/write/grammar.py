@@ -1,4 +1,5 @@
-"""What the write rules read of a sentence's grammar before comparing it (DESIGN section 4).
+"""What the write rules read of a sentence's grammar before comparing it
+(docs/design.md, section 4).
 
 People who never read the rules write to an assistant the way they talk: an aside
 before the fact ("quick update,", "good news:", "um, so,"), a polite frame around

@@ -1,4 +1,4 @@
-"""Statements of the form "key: value" ("Upload limit: 25 MB.", DESIGN section 4).
+"""Statements of the form "key: value" ("Upload limit: 25 MB.", docs/design.md, section 4).
 
 Two of one key are one attribute: an update when the values differ, a duplicate
 when they do not; another key is another attribute. A key that names a list

@@ -1,4 +1,4 @@
-"""Resolution of one write against what is stored (DESIGN section 4, steps 1-3).
+"""Resolution of one write against what is stored (docs/design.md, section 4, steps 1-3).
 
 Runs inside the store's write transaction, so the check and the write are one
 atomic step for every thread and process writing the store:

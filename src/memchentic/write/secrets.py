@@ -1,4 +1,4 @@
-"""Secrets at write time (DESIGN section 4, step 5): refused or redacted, never stored.
+"""Secrets at write time (docs/design.md, section 4, step 5): refused or redacted, never stored.
 
 How a text is scanned (:func:`find_secrets`):
 

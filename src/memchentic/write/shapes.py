@@ -1,4 +1,4 @@
-"""Statements of a status and of liking (DESIGN section 4).
+"""Statements of a status and of liking (docs/design.md, section 4).
 
 - A **status** is one value of an attribute of its own: "The claim is under review"
   then "The claim is approved" is an update; the status words

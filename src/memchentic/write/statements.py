@@ -1,4 +1,4 @@
-"""How a new statement relates to a stored one (DESIGN section 4, step 3; issue 21).
+"""How a new statement relates to a stored one (docs/design.md, section 4, step 3; issue 21).
 
 Cosine similarity says two texts are about the same thing; it cannot say whether
 they say the same thing. "The API listens on port 8000" and "... port 9000" are

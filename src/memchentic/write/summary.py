@@ -1,4 +1,5 @@
-"""What the write rules read of one statement, worked out once per text (DESIGN section 4)."""
+"""What the write rules read of one statement, worked out once per text
+(docs/design.md, section 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How close two words are in meaning, from MiniLM's vocabulary (DESIGN section 4).
+"""How close two words are in meaning, from MiniLM's vocabulary (docs/design.md, section 4).
 
 A changed word that is a near synonym ("near" / "close", "afraid" / "scared",
 "short" / "brief") does not make a new statement. Whether it is one is read from
