@@ -60,8 +60,9 @@ def test_sqlite_backup_is_complete_and_restores_exactly(source: Memory, tmp_path
     assert restored.check["ok"] and restored.replaced == 0
     with Memory(path=tmp_path / "new.db", embedder="hash") as m:
         assert _export(m) == _export(source)
+        # "Bea moved the club to Fridays" superseded "Bea runs the book club"
         assert [h.memory.content for h in m.search("book club", user_id="bea")][0] == (
-            "Bea runs the book club"
+            "Bea moved the club to Fridays"
         )
         assert m.store.find_identity("bea", "user") is not None  # the directory too
 

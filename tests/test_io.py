@@ -46,7 +46,9 @@ def test_round_trip_is_lossless(src: Memory, dst: Memory):
     lines = _export(src)
     buf = io.StringIO("\n".join(json.dumps(x) for x in lines) + "\n")
     report = dst.import_(buf)
-    assert report.errors == [] and report.memories == 3 and report.edges == 1
+    # the edges: b derives from a, and b supersedes a ("moved ... to Fridays": an update)
+    assert report.errors == [] and report.memories == 3 and report.edges == 2
+    assert dst.get(ids["a"], touch=False).superseded_by == ids["b"]
     again = _export(dst)
     strip = [x for x in lines if x["kind"] != "header"]
     assert strip == [x for x in again if x["kind"] != "header"]
