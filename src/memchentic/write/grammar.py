@@ -21,10 +21,9 @@ grammar, not as a list of sentences:
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from .relations import FILLERS
-from .words import tokens
+from .words import text_cache, tokens
 
 __all__ = [
     "clauses", "discourse_core", "ended_state", "is_conditional", "is_english", "is_question",
@@ -97,7 +96,7 @@ _WORD = re.compile(r"[\w']+")
 _TRAILING = re.compile(r"[\s,;!?.:)(\-]*$")
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def discourse_core(text: str) -> tuple[str, bool]:
     """(``text`` without its asides, frames, interjections and hedges, whether it was
     hedged); the text itself when nothing would be left."""
@@ -173,7 +172,7 @@ def _strip_tail(text: str) -> str:
     return text
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def is_question(text: str) -> bool:
     """Whether ``text`` asks rather than states: it ends with "?" or opens with an
     inverted auxiliary ("does maya like ...") or a wh-word and an auxiliary."""
@@ -203,7 +202,7 @@ _FOREIGN = _words("""und der das ist ich nicht wir sie mit auf ein eine einen de
     mi su en al nosotros yo mein meine dein deine unser unsere jetzt auch noch sehr""")
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def is_english(text: str) -> bool:
     """Whether the rules can read ``text``: most of its letters are ASCII, and it holds
     more English function words than function words of other languages."""
@@ -234,7 +233,7 @@ def is_conditional(text: str) -> bool:
 _CONDITIONS = _words("if unless whether suppose supposing")
 
 
-@lru_cache(maxsize=2048)
+@text_cache(maxsize=2048)
 def clauses(text: str) -> tuple[str, ...]:
     """The clauses of a message of several, each of three words or more (none when
     the message is one clause, or conditional or reported: "if ...", "she said ...")."""

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 from .relations import MANY_VALUED, SINGLE_VALUED_VERBS
-from .words import Token, normalise, stem, tokens
+from .words import Token, normalise, stem, text_cache, tokens
 
 __all__ = ["key_value", "slug"]
 
@@ -61,7 +60,7 @@ def key_value(new: str, old: str) -> tuple[str, str] | None:
     return "update", f"update:{slug(key_a[-1].text)}"
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def _key_value_parts(text: str) -> tuple[tuple[Token, ...], tuple[Token, ...]] | None:
     """The tokens of the key and of the value of a "key: value" text, or None (also
     when the value has more than ``_KEY_VALUE_WORDS`` tokens: a sentence after a label,

@@ -9,10 +9,10 @@ from", "cancelled", "switched off", "no longer", ...; issue 31, item 4).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Protocol
 
 from .relations import NEGATION_CUES, left_is_a_stop
+from .words import text_cache
 
 #: The cues as one pattern, any spacing between their words ("left" is read in
 #: context: :func:`~memchentic.write.relations.left_is_a_stop`).
@@ -34,7 +34,7 @@ _CUE_STARTS = frozenset(cue.split()[0] for cue in NEGATION_CUES)
 _WORDS = re.compile(r"[\w']+")
 
 
-@lru_cache(maxsize=4096)  # a write's text is read again by the rules (its normal form)
+@text_cache(maxsize=4096)  # a write's text is read again by the rules (its normal form)
 def negation_cues(text: str) -> int:
     """How many negation cues ``text`` holds (``\u2019`` read as an apostrophe)."""
     normalised = text.replace("\u2019", "'")

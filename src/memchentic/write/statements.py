@@ -49,7 +49,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from enum import StrEnum
-from functools import lru_cache
 
 from .align import orders, pair_words
 from .evidence import marked_update, readings, reordered, thread
@@ -74,6 +73,7 @@ from .words import (
     memory_embedding_text,
     normalise,
     stem,
+    text_cache,
     tokens,
     unmatched,
     value_kind,
@@ -314,13 +314,13 @@ _slug = slug
 
 
 # --- negations and stops ---------------------------------------------------------------
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def _cues(text: str) -> tuple[tuple[int, int, str], ...]:
     """:func:`~memchentic.write.polarity.cue_spans`, once per text."""
     return tuple(cue_spans(text))
 
 
-@lru_cache(maxsize=4096)  # a stored text is read again for each new one it is compared with
+@text_cache(maxsize=4096)  # a stored text is read again for each new one it is compared with
 def _rest(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
     """(what ``text`` says besides its negation cues and update markers, the same after
     its first cue only, before it, the values of it): keys of content words and values."""
@@ -405,7 +405,7 @@ def _passages(new: str, old: str, cosine: float, thresholds: Thresholds) -> Judg
     return Judgement(Relation.DISTINCT, "distinct:passage")
 
 
-@lru_cache(maxsize=256)
+@text_cache(maxsize=256, max_chars=16000)
 def _passage_words(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     words = tuple(_WORDS.findall(normalise(text).lower()))
     return words, tuple(w for w in words if not w.isalpha() and any(c.isdigit() for c in w))

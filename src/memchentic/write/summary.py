@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 from .grammar import discourse_core, ended_state, is_english, is_question
 from .polarity import negation_cues
-from .words import Token, expand_bare, normalise, stem, tokens
+from .words import Token, expand_bare, normalise, stem, text_cache, tokens
 
 __all__ = ["EMPHASIS", "Summary", "summary"]
 
@@ -37,7 +36,7 @@ class Summary:
     english: bool = True
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def summary(text: str) -> Summary:
     plain = normalise(text)
     core, hedged = discourse_core(plain)

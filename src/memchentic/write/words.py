@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
-from functools import lru_cache
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from functools import lru_cache, wraps
+from typing import Any, NamedTuple, TypeVar, cast
 
 from .relations import NEGATION_WORDS, SYNONYMS, expand_contractions
 
@@ -102,7 +102,33 @@ class Token(NamedTuple):
     negation: bool = False  # a negation cue ("not", "never", "no", ...)
 
 
-@lru_cache(maxsize=4096)
+#: Longest text the write rules' caches keep (a statement; a longer text is read as
+#: passages): a caller writing long texts cannot make the caches hold gigabytes.
+MAX_CACHED_CHARS = 2000
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def text_cache(maxsize: int, max_chars: int = MAX_CACHED_CHARS) -> Callable[[F], F]:
+    """``lru_cache(maxsize)`` for a function of a text first, which computes (without
+    keeping) the answer for a text over ``max_chars``: the cache holds at most
+    ``maxsize`` texts of at most ``max_chars`` characters."""
+
+    def wrap(func: F) -> F:
+        kept = lru_cache(maxsize=maxsize)(func)
+
+        @wraps(func)
+        def cached(text: str, *args: Any) -> Any:
+            return kept(text, *args) if len(text) <= max_chars else func(text, *args)
+
+        cached.cache_info = kept.cache_info  # type: ignore[attr-defined]
+        cached.cache_clear = kept.cache_clear  # type: ignore[attr-defined]
+        return cast(F, cached)
+
+    return wrap
+
+
+@text_cache(maxsize=4096)
 def tokens(text: str) -> tuple[Token, ...]:
     """The tokens of a statement, with what each one carries."""
     expanded = normalise(text)
@@ -368,7 +394,7 @@ def marker_added(new: str, old: str, markers: Sequence[str]) -> str | None:
     return next((m for m in markers if m in in_new and m not in in_old), None)
 
 
-@lru_cache(maxsize=8192)  # a stored text is read again for each new one it is compared with
+@text_cache(maxsize=8192)  # a stored text is read again for each new one it is compared with
 def _markers_in(text: str, markers: tuple[str, ...]) -> frozenset[str]:
     """The ``markers`` that ``text`` holds as words (any case)."""
     lower = f" {text.lower()} "  # a marker not in it as a substring is not in it as a word
