@@ -59,7 +59,7 @@ def test_learn_context_pin_and_sessions(tmp_path: Path):
 
     text = run(db, "context", "where does Sam live", "--user", "sam", "--session", "trip")
     assert text.startswith("## Instructions\n- Never use emojis\n\n## Profile\n")
-    assert "- Lives in Oslo" in text and "] user: Planning a trip" in text  # dated turns
+    assert "- Lives in Oslo" in text and "]\n- user: Planning a trip" in text  # dated turns
     data = jrun(db, "context", "where", "--user", "sam", "--session", "trip", "--budget", "25")
     assert data["tokens"] <= 25 and data["dropped"]
 

@@ -124,7 +124,13 @@ def test_script_context_shows_latest_profile_and_instruction_first(sam: Memory):
     assert headings == [f"## {t}" for t in titles]
     assert [s.name for s in ctx.sections] == list(SECTION_NAMES)
     body = [line for line in text.splitlines() if line and not line.startswith("## ")]
-    assert len(body) == len(ctx.items) and all(line.startswith("- ") for line in body)
+    dates = [line for line in body if re.fullmatch(r"\[\d{4}-\d{2}-\d{2}\]", line)]
+    items = [line for line in body if line not in dates]
+    assert len(items) == len(ctx.items) and all(line.startswith("- ") for line in items)
+    # the stable part is undated; every dynamic item is under a date line
+    assert dates and all(i.when is None for s in ctx.sections if s.stable for i in s.items)
+    assert all(i.when for s in ctx.sections if not s.stable and s.name != "links"
+               for i in s.items)  # fmt: skip
 
 
 def test_budget_is_respected_at_200_500_and_2000_tokens(sam: Memory):
@@ -353,5 +359,5 @@ def test_readme_context_example_is_what_the_code_prints(
     scope: dict[str, object] = {}
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README
     scope["mem"].close()  # type: ignore[attr-defined]
-    day = re.compile(r"^- \[\d{4}-\d{2}-\d{2}\] ", re.MULTILINE)  # the day it runs
-    assert day.sub("- [day] ", capsys.readouterr().out) == day.sub("- [day] ", shown)
+    day = re.compile(r"^\[\d{4}-\d{2}-\d{2}\]$", re.MULTILINE)  # the day it runs
+    assert day.sub("[day]", capsys.readouterr().out) == day.sub("[day]", shown)

@@ -91,8 +91,7 @@ def test_the_context_dates_dynamic_items_and_marks_earlier_values(
     mem.add("Answer in Portuguese.", type="instruction", user_id="ana", now=NOV, permanent=True)
     ctx = mem.context(QUERY, user_id="ana", now=LATER)
     text = str(ctx)
-    assert f"- [2026-12-01] {NEW}" in text
-    assert f"- [2026-11-02] (earlier, until 2026-12-01) {OLD}" in text
+    assert f"[2026-12-01]\n- {NEW}\n[2026-11-02]\n- (earlier, until 2026-12-01) {OLD}" in text
     assert text.index(NEW) < text.index(OLD)
     assert "- Answer in Portuguese." in ctx.stable_prefix  # the stable part has no dates
     again = mem.context("something else entirely", user_id="ana", now="2027-01-09T00:00:00Z")
@@ -107,7 +106,7 @@ def test_recent_turns_carry_their_date(make_mem: Callable[..., Memory]) -> None:
     mem = make_mem()
     mem.record_turn("user", "I booked the train.", session_id="s1", user_id="ana", now=DEC)
     ctx = mem.context(None, user_id="ana", session_id="s1", now=LATER)
-    assert "- [2026-12-01] user: I booked the train." in str(ctx)
+    assert "## Recent turns\n[2026-12-01]\n- user: I booked the train." in str(ctx)
 
 
 def test_a_budget_keeps_the_threads_order(make_mem: Callable[..., Memory]) -> None:
@@ -171,11 +170,16 @@ def test_the_bulk_path_keeps_the_link_too(make_mem: Callable[..., Memory]) -> No
     assert [(e.kind, e.target) for e in edges] == [("contradicts", results[0].id)]
 
 
-def test_an_item_renders_its_date_and_mark() -> None:
-    from memchentic.context.model import ContextItem
+def test_a_run_of_one_date_is_dated_once() -> None:
+    from memchentic.context.model import ContextItem, Section
 
-    item = ContextItem("m1", "Met Ana.", 1.0, "episodes", when="2026-03-02")
-    assert item.line() == "- [2026-03-02] Met Ana."
-    assert ContextItem("m1", "x", 1.0, "profile").line() == "- x"
-    late = ContextItem("m2", "y", 1.0, "relevant_facts", when="2026-03-02", earlier="")
-    assert late.line() == "- [2026-03-02] (earlier) y"
+    items = [
+        ContextItem("m1", "Met Ana.", 1.0, "episodes", when="2026-03-02"),
+        ContextItem("m2", "Met Rui.", 0.9, "episodes", when="2026-03-02"),
+        ContextItem("m3", "Old plan.", 0.8, "episodes", when="2026-02-01", earlier=""),
+    ]
+    assert Section("episodes", "Episodes", False, items).render() == (
+        "## Episodes\n[2026-03-02]\n- Met Ana.\n- Met Rui.\n[2026-02-01]\n- (earlier) Old plan."
+    )
+    stable = [ContextItem("p", "x", 1.0, "profile")]
+    assert Section("profile", "Profile", True, stable).render() == "## Profile\n- x"

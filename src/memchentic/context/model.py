@@ -5,10 +5,11 @@
 line per item, sections separated by a blank line, in the order of
 :data:`~memchentic.context.sections.SECTIONS`. Scores and ids are never rendered
 (but an excerpt names its memory's id, see :class:`ContextItem`). Items of the
-dynamic sections start with their date (``[2026-03-02]``: when it happened, else
-when it was said or written), and an earlier statement of a thread says so
-(``(earlier, until 2026-04-10)``); the stable part (``ctx.stable_prefix``) carries
-no dates, so it is byte-identical between calls while its memories do not change.
+dynamic sections are dated: newest first, each run of one date under a
+``[2026-03-02]`` line (when it happened, else when it was said or written), and
+an earlier statement of a thread says so (``(earlier, until 2026-04-10)``); the
+stable part (``ctx.stable_prefix``) carries no dates, so it is byte-identical
+between calls while its memories do not change.
 """
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ class ContextItem:
     earlier: str | None = None
 
     def line(self) -> str:
-        head = f"[{self.when}] " if self.when else ""
+        """The item's line under its date (:meth:`Section.render` writes the date once
+        above a run of items of one date)."""
+        head = ""
         if self.earlier is not None:
-            head += f"(earlier, until {self.earlier}) " if self.earlier else "(earlier) "
+            head = f"(earlier, until {self.earlier}) " if self.earlier else "(earlier) "
         return f"- {head}{one_line(self.text)}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,10 +72,17 @@ class Section:
     items: list[ContextItem] = field(default_factory=list)
 
     def render(self) -> str:
-        """``## Title`` and one line per item; the empty string when there are none."""
+        """``## Title`` and one line per item, each run of items of one date under a
+        ``[date]`` line; the empty string when there are none."""
         if not self.items:
             return ""
-        return "\n".join([f"## {self.title}", *(item.line() for item in self.items)])
+        lines, dated = [f"## {self.title}"], None
+        for item in self.items:
+            if item.when is not None and item.when != dated:
+                lines.append(f"[{item.when}]")
+            dated = item.when
+            lines.append(item.line())
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -194,6 +194,7 @@ def build(mem: ContextOps, req: Request, now: datetime) -> Context:
         _turns(mem, req, sid, got)
         if flt.namespaces != [] and req.query is not None and req.query.strip():
             _searched(mem, req, flt, now, got)  # a search: its own span, inside this one
+    _newest_first(got.items)
     with tracing.span("memchentic.context.fit") as span:
         kept, dropped = _fit(got.items, req.budget_tokens, counter, twins=got.twins)
         kept_ids = {i.id for items in kept.values() for i in items if i.source == "memory"}
@@ -370,6 +371,14 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
             got.add("graph_relations", item, record)
 
 
+def _newest_first(items: dict[str, list[ContextItem]]) -> None:
+    """The dated sections newest first (one date line a run), the same date in the
+    order collected; recent turns stay in the order they were said."""
+    for name, section in items.items():
+        if name != "recent_turns":
+            section.sort(key=lambda item: item.when or "", reverse=True)  # stable
+
+
 def _search_limit(s: Settings, budget: int | None) -> int:
     """``CONTEXT_SEARCH_LIMIT`` hits, or enough to fill the budget at
     ``CONTEXT_FILL_TOKENS_PER_HIT`` tokens a hit (at most ``SEARCH_MAX_LIMIT``)."""
@@ -506,8 +515,10 @@ def _greedy(
         section = kept.setdefault(item.section, [])
         trial = sorted([*section, item], key=lambda it: positions.get(id(it), -1))
         kept[item.section] = trial
-        if bounded:
+        if bounded:  # at most: its line, a date line, a heading
             grows = counter.count(item.line()) + _SLACK
+            if item.when is not None:
+                grows += counter.count(f"[{item.when}]") + _SLACK
             if not section:
                 grows += counter.count(f"## {titles[item.section]}") + _SLACK
             if used + grows <= budget:
