@@ -183,3 +183,30 @@ def test_a_run_of_one_date_is_dated_once() -> None:
     )
     stable = [ContextItem("p", "x", 1.0, "profile")]
     assert Section("profile", "Profile", True, stable).render() == "## Profile\n- x"
+
+
+def test_a_search_reads_a_bounded_number_of_thread_edges(make_mem: Callable[..., Memory]) -> None:
+    from memchentic.graph.threads import EDGES_PER_HIT
+
+    mem = make_mem()
+    old = mem.add(OLD, user_id="ana", now=NOV, permanent=True).id
+    newer = [
+        mem.add(f"Desk note {n}: the wifi moved again.", user_id="ana", now=DEC,
+                valid_from=f"2026-12-{n + 1:02d}T09:00:00Z", permanent=True).id
+        for n in range(3 * EDGES_PER_HIT)
+    ]  # fmt: skip
+    for memory_id in newer:
+        mem.relate(memory_id, old, "contradicts")
+    store = mem.store
+    read: list[int] = []
+    original = store.edges_among
+
+    def counted(ids: list[str], **kwargs: object) -> list[object]:
+        found = original(ids, **kwargs)  # type: ignore[arg-type]
+        read.append(len(found))
+        return found
+
+    store.edges_among = counted  # type: ignore[method-assign]
+    hits = mem.search(QUERY, user_id="ana", now=LATER, limit=1)
+    assert read and max(read) <= EDGES_PER_HIT  # not the 24 edges the memory has
+    assert hits[0].id == newer[-1]  # the newest edges are read: the newest member leads

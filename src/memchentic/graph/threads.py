@@ -37,6 +37,9 @@ THREAD_KIND = "contradicts"
 #: Members a thread brings into a read at most (newer values the ranking missed),
 #: so one read costs at most one more row read per hit, whatever the store holds.
 MAX_PULLED = 8
+#: Thread edges a read looks at, per hit (the newest): however many edges someone
+#: piles on a memory, a search reads a bounded number of rows.
+EDGES_PER_HIT = 8
 
 T = TypeVar("T")
 
@@ -98,7 +101,8 @@ def resolve(
         return list(items), {}
     records = [get(item) for item in items]
     ids = [r.id for r in records]
-    edges = [e for e in store.edges_among(ids, kind=THREAD_KIND) if _is_thread(e)]
+    found = store.edges_among(ids, kind=THREAD_KIND, limit=EDGES_PER_HIT * len(ids))
+    edges = [e for e in found if _is_thread(e)]
     if not edges:
         return list(items), {}
     shown = {r.id: r for r in records}

@@ -346,14 +346,17 @@ class Store(ABC):
     @abstractmethod
     def delete_edge(self, edge_id: str) -> bool: ...
 
-    def edges_among(self, memory_ids: Sequence[str], *, kind: str) -> list[Edge]:
-        """Edges of ``kind`` with an end in ``memory_ids``, each once (SQL backends
-        answer in one statement)."""
+    def edges_among(
+        self, memory_ids: Sequence[str], *, kind: str, limit: int | None = None
+    ) -> list[Edge]:
+        """Edges of ``kind`` with an end in ``memory_ids``, each once, newest first, at
+        most ``limit`` (SQL backends answer in one statement)."""
         found: dict[str, Edge] = {}
         for memory_id in dict.fromkeys(memory_ids):
             for edge in self.edges(memory_id, kind=kind):
                 found.setdefault(edge.id, edge)
-        return sorted(found.values(), key=lambda e: (e.created_at, e.id))
+        newest = sorted(found.values(), key=lambda e: (e.created_at, e.id), reverse=True)
+        return newest if limit is None else newest[:limit]
 
     def get_edge(self, edge_id: str) -> Edge | None:
         """One edge by id (backends may answer faster than this scan)."""

@@ -107,7 +107,9 @@ class MemoryTables(Part):
             params.append(kind)
         return [d.edge(r) for r in self._rows(d.sql(sql + " ORDER BY created_at, id"), params)]
 
-    def edges_among(self, memory_ids: Sequence[str], *, kind: str) -> list[Edge]:
+    def edges_among(
+        self, memory_ids: Sequence[str], *, kind: str, limit: int | None = None
+    ) -> list[Edge]:
         d = self.d
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
@@ -115,9 +117,13 @@ class MemoryTables(Part):
         marks = ", ".join("?" * len(ids))
         sql = (
             f"SELECT {EDGE_COLUMNS} FROM edges WHERE kind = ? "
-            f"AND (source IN ({marks}) OR target IN ({marks})) ORDER BY created_at, id"
+            f"AND (source IN ({marks}) OR target IN ({marks})) ORDER BY created_at DESC, id DESC"
         )
-        return [d.edge(r) for r in self._rows(d.sql(sql), [kind, *ids, *ids])]
+        params: list[Any] = [kind, *ids, *ids]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [d.edge(r) for r in self._rows(d.sql(sql), params)]
 
     def versions(self, memory_id: str) -> list[Version]:
         d = self.d
