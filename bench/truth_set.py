@@ -52,9 +52,10 @@ from typing import Any, cast
 if __package__ in (None, ""):  # run as a script: the repository root holds ``bench``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness.cache import DEFAULT_PATH, DiskCachedEmbedder  # noqa: E402
+from bench.harness.cache import DiskCachedEmbedder  # noqa: E402
 from bench.write_decisions import _user as user_of  # noqa: E402
 from bench.write_decisions import (  # noqa: E402
+    add_write_options,
     applies,
     cosines,
     run_path,
@@ -237,13 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=tuple(PARTS), default="tune",
                         help="tune (default), or held_out once a change is finished")  # fmt: skip
-    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--postgres-url", help="a PostgreSQL server with pgvector (default: "
-                        "an embedded one, started for the run)")  # fmt: skip
-    parser.add_argument("--path", action="append", choices=(*PATHS, "all"),
-                        help="write path (repeatable; default add)")  # fmt: skip
-    parser.add_argument("--embedder", default="local", help="local (default) or hash")
-    parser.add_argument("--cache", default=str(DEFAULT_PATH))
+    add_write_options(parser)
     parser.add_argument("--misses", action="store_true",
                         help="list every wrong write and every false read")  # fmt: skip
     parser.add_argument("--json", dest="json_path", help="write the figures to this file")

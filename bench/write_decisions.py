@@ -293,8 +293,8 @@ def print_report(found: dict[str, Any]) -> None:
                   f"{w['got']} (cosine {w['cosine']})")  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_write_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a run over the write paths (this script's and bench/truth_set.py's)."""
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--postgres-url", help="a PostgreSQL server with pgvector (default: "
                         "an embedded one, started for the run)")  # fmt: skip
@@ -302,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="write path (repeatable; default add)")  # fmt: skip
     parser.add_argument("--embedder", default="local", help="local (default) or hash")
     parser.add_argument("--cache", default=str(DEFAULT_PATH))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_write_options(parser)
     parser.add_argument("--json", dest="json_path", help="write the figures to this file")
     args = parser.parse_args(argv)
     paths = list(PATHS) if not args.path or "all" in args.path else list(args.path)
