@@ -255,7 +255,8 @@ def _narrow(
 
 def _day(at: datetime | None) -> str | None:
     """The compact date an item shows (UTC): ``2026-03-02``."""
-    return as_utc(at, "at").date().isoformat() if at is not None else None
+    day = as_utc(at, "at")
+    return day.date().isoformat() if day is not None else None
 
 
 def _memory_item(record: MemoryRecord, section: str, score: float, text: str | None = None,
@@ -339,8 +340,8 @@ def _searched(mem: ContextOps, req: Request, flt: MemoryFilter, now: datetime, g
         section = section_for_hit(record.type, record.slot_key)
         item = _memory_item(record, section, hit.score, hit.text)
         if hit.thread is not None and hit.thread.get("role") == "earlier":
-            current = next(iter(hit.thread.get("others") or ()), None)
-            item = replace(item, earlier=_day(stated.get(current)) or "")
+            current = next(iter(hit.thread.get("others") or ()), "")
+            item = replace(item, earlier=_day(stated.get(str(current))) or "")
         if cues is not None and len(hit.text) > long:
             window = best_window(hit.text, cues, s.context_excerpt_chars, budget)
             said = speaker_of(record.content, record.metadata)

@@ -34,8 +34,11 @@ OTHER = "_OTHER"
 #: A longer request id (the client chooses it) is left out of the span.
 MAX_ID_CHARS = 64
 
+_VERSIONS: tuple[str, ...]
 try:
-    from mcp_types.version import KNOWN_PROTOCOL_VERSIONS as _VERSIONS
+    from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
+
+    _VERSIONS = tuple(KNOWN_PROTOCOL_VERSIONS)
 except ImportError:  # pragma: no cover - another layout of the SDK's types
     _VERSIONS = ()
 

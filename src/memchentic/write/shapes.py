@@ -62,11 +62,14 @@ def _feeling(toks: Sequence[Token], negated: bool) -> tuple[int, frozenset[str]]
     skip: set[int] = set()
     for i, tok in enumerate(toks):
         if tok.key in _LIKING:
-            sign, _ = 1, skip.add(i)
+            sign = 1
+            skip.add(i)
         elif tok.key in _DISLIKING:
-            sign, _ = -1, skip.add(i)
+            sign = -1
+            skip.add(i)
         elif tok.key == _STAND and i > 0 and toks[i - 1].negation:
-            sign, _ = -1, skip.update((i, i - 1))  # "can't stand": dislikes
+            sign = -1  # "can't stand": dislikes
+            skip.update((i, i - 1))
             negated = not negated
             if i > 1 and toks[i - 2].text.lower() in _MODALS:
                 skip.add(i - 2)

@@ -234,7 +234,8 @@ def _decide(sa: Summary, sb: Summary, cosine: float, thresholds: Thresholds) -> 
     content_a, content_b = sa.content - value_keys, sb.content - value_keys
     surface = {t.key: t.text for t in (*sa.tokens, *sb.tokens)}
     added, removed = unmatched(content_a - content_b, content_b - content_a)
-    typos = pair_words(content_a - content_b, content_b - content_a, surface, synonyms=False)
+    typos = pair_words(set(content_a - content_b), set(content_b - content_a), surface,
+                       synonyms=False)  # fmt: skip
     if typos[2]:  # a misspelt word first: "plumbr" / "plumber" also share a root
         added, removed = set(typos[0]), set(typos[1])
     added, removed, paired, pairs = pair_words(added, removed, surface)
