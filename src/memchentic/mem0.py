@@ -98,15 +98,13 @@ def item(record: MemoryRecord, score: float | None = None) -> dict[str, Any]:
     return out
 
 
-def _version(version: str | None) -> None:
+def _output_format(
+    output_format: str | None, version: str | None = None
+) -> Callable[[list[dict[str, Any]]], dict[str, Any] | list[dict[str, Any]]]:
+    """How an answer is shaped: ``v1.0`` a bare list, else ``{"results": [...]}``
+    (``version``, the platform API's, is checked and changes nothing)."""
     if version is not None and version not in VERSIONS:
         raise ValidationError("version", f"must be one of {', '.join(VERSIONS)}")
-
-
-def _output_format(
-    output_format: str | None,
-) -> Callable[[list[dict[str, Any]]], dict[str, Any] | list[dict[str, Any]]]:
-    """How an answer is shaped: ``v1.0`` a bare list, else ``{"results": [...]}``."""
     if output_format is not None and output_format not in OUTPUT_FORMATS:
         raise ValidationError("output_format", f"must be one of {', '.join(OUTPUT_FORMATS)}")
     if output_format == "v1.0":
@@ -216,8 +214,7 @@ class _Adapter:
         """Remember a conversation: extracted memories (``infer=True``) or the messages."""
         if prompt is not None:
             raise ValidationError("prompt", "is not supported: memchentic's extractor has none")
-        _version(version)
-        shape = _output_format(output_format)
+        shape = _output_format(output_format, version)
         msgs = _messages(messages)
         meta = {**(metadata or {}), **({"run_id": run_id} if run_id is not None else {})}
         if infer:
@@ -249,8 +246,7 @@ class _Adapter:
         output_format: str | None = None,
         top_k: int | None = None,
     ) -> dict[str, Any] | list[dict[str, Any]]:
-        _version(version)
-        shape = _output_format(output_format)
+        shape = _output_format(output_format, version)
         ids, rest = self._scope(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
         hits = self.engine.search(
             query, user_id=ids["user_id"], agent_id=ids["agent_id"],
@@ -277,8 +273,7 @@ class _Adapter:
         output_format: str | None = None,
         top_k: int | None = None,
     ) -> dict[str, Any] | list[dict[str, Any]]:
-        _version(version)
-        shape = _output_format(output_format)
+        shape = _output_format(output_format, version)
         ids, rest = self._scope(filters, user_id=user_id, agent_id=agent_id, run_id=run_id)
         records = self.engine.list(
             user_id=ids["user_id"], agent_id=ids["agent_id"],

@@ -62,26 +62,32 @@ def source_digest(source: Path) -> str:
     return digest.hexdigest()
 
 
+def torch_and_transformers(purpose: str) -> tuple[Any, Any]:
+    """``torch`` and ``transformers``, imported offline (the packaged model only);
+    an EmbedderError that says what ``purpose`` needs when they are not installed."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise EmbedderError(
+            f"{purpose} needs torch and transformers: pip install 'memchentic[local]'"
+        ) from exc
+    return torch, transformers
+
+
 def _token_states(
     source: Path, progress: Callable[[int, int], None] | None = None
 ) -> tuple[np.ndarray, dict[str, int], Any]:
     """The transformer's mean output for every vocabulary token, and the vocabulary;
     ``progress(done, total)`` after each batch of tokens."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-    except ImportError as exc:
-        raise EmbedderError(
-            "building the static embedder needs torch and transformers: "
-            "pip install 'memchentic[local]'"
-        ) from exc
+    torch, transformers = torch_and_transformers("building the static embedder")
     from .notice import quiet_loading
 
     with quiet_loading():
-        tokenizer = AutoTokenizer.from_pretrained(str(source))
-        model = AutoModel.from_pretrained(str(source))
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
+        model = transformers.AutoModel.from_pretrained(str(source))
     model.eval()
     vocab: dict[str, int] = tokenizer.get_vocab()
     size = max(vocab.values()) + 1

@@ -40,7 +40,7 @@ from memchentic.errors import EmbedderError
 from memchentic.file_lock import file_lock
 
 from .base import LoadOnce
-from .distill import file_digest
+from .distill import file_digest, torch_and_transformers
 from .notice import announce, quiet_loading
 
 __all__ = [
@@ -242,17 +242,10 @@ def ensure_export(source: Path, cache: Path, *, int8: bool = False, force: bool 
 
 def _export(source: Path, target: Path) -> None:
     """The transformer + mean pooling + L2 normalisation as one graph at ``target``."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise EmbedderError(
-            "exporting the local model to ONNX needs torch and transformers: "
-            "pip install 'memchentic[local]'"
-        ) from exc
-    class Pooled(torch.nn.Module):
+    torch, transformers = torch_and_transformers("exporting the local model to ONNX")
+    module: Any = torch.nn.Module
+
+    class Pooled(module):
         def __init__(self, bert: Any) -> None:
             super().__init__()
             self.bert = bert
@@ -269,7 +262,7 @@ def _export(source: Path, target: Path) -> None:
     try:
         with quiet_loading(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on shapes: not actionable
-            bert = AutoModel.from_pretrained(str(source), attn_implementation="eager")
+            bert = transformers.AutoModel.from_pretrained(str(source), attn_implementation="eager")
             model = Pooled(bert).eval()
             ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
             axes = {0: "batch", 1: "sequence"}
